@@ -1,0 +1,54 @@
+"""Settings: defaults, then a TOML file in the user's config directory, then KERNELWRIGHT_*
+variables, then command-line flags. The only module that reads the environment or config files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+APP = "kernelwright"
+
+
+def config_file() -> Path:
+    override = os.environ.get("KERNELWRIGHT_CONFIG")
+    return Path(override) if override else Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KERNELWRIGHT_", extra="ignore")
+
+    model: str = "qwen2.5-coder:7b"
+    ollama_base_url: str = "http://127.0.0.1:11434"
+    data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir(APP)))
+    compile_backend: Literal["nvrtc", "nvcc"] = "nvrtc"
+    run_timeout_s: float = 20.0
+    compile_timeout_s: float = 60.0
+    timing_budget_s: float = 0.6
+    worker_host_memory_gib: float = 16.0
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Highest priority first: flags, environment, the config file, then the defaults.
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, config_file()))
+
+
+def load(**overrides: object) -> Settings:
+    """Settings with the flags a user gave (None means not given)."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

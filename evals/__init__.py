@@ -1,0 +1,1 @@
+"""kernelwright.evals: benchmarks, the adversarial suite and the eval runner."""

@@ -1,0 +1,1 @@
+"""kernelwright.memory: episodic memory and the reasoning graph (see DESIGN.md, Memory)."""

@@ -1,0 +1,1 @@
+"""kernelwright.prompts: YAML + Jinja2 templates, one per node, shipped as package data."""

@@ -1,0 +1,147 @@
+"""Compile a kernel to a cubin: NVRTC through CuPy's bindings (well under a second), or nvcc.
+
+Both report the resource usage ptxas prints (registers, shared and local memory, spills). The
+sandboxed worker calls these; a compile that crashes or hangs takes only the worker down.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .results import CompileResult
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]*)[>"]', re.M)
+_SAFE_HEADER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./]*$")
+
+
+def include_problem(source: str) -> str:
+    """Why the source's #include lines are refused, or "" when they are fine.
+
+    Only system headers by name (<cuda_fp16.h>, <mma.h>, <cuda/pipeline>) are allowed: a quoted,
+    absolute or parent-relative include could read the host's files into the compile log.
+    """
+    for quote, header in _INCLUDE.findall(source):
+        if quote == '"':
+            return f'#include "{header}": only <system> headers may be included'
+        if ".." in header or not _SAFE_HEADER.match(header):
+            return f"#include <{header}>: only CUDA and C++ headers by name may be included"
+    return ""
+
+
+def cuda_include_dir() -> str | None:
+    candidates = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parent.parent))
+    for root in candidates:
+        if root and (Path(root) / "include" / "cuda_fp16.h").is_file():
+            return str(Path(root) / "include")
+    return None
+
+
+_PTXAS_FUNC = re.compile(r"Function properties for (\S+)")
+_PTXAS_USED = re.compile(r"Used (\d+) registers")
+_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def parse_ptxas_report(log: str, entry: str) -> dict[str, int]:
+    """Registers, static shared memory, stack frame and spills of `entry` from `ptxas -v` output.
+
+    ptxas prints, per function: "Compiling entry function 'k'", "Function properties for k",
+    "N bytes stack frame, N bytes spill stores, N bytes spill loads", "Used N registers, ...
+    N bytes smem". Pure: tested on recorded output.
+    """
+    report: dict[str, int] = {}
+    current = None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            current = m.group(1)
+            continue
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            current = m.group(1)
+            continue
+        if current != entry:
+            continue
+        if m := _PTXAS_STACK.search(line):
+            report["local_mem_bytes"] = int(m.group(1))
+            report["spill_stores_bytes"] = int(m.group(2))
+            report["spill_loads_bytes"] = int(m.group(3))
+        if m := _PTXAS_USED.search(line):
+            report["registers"] = int(m.group(1))
+            report["shared_mem_bytes"] = int(s.group(1)) if (s := _PTXAS_SMEM.search(line)) else 0
+    return report
+
+
+def _result(ok: bool, backend: str, arch: str, start: float, log: str, entry: str) -> CompileResult:
+    return CompileResult(
+        ok=ok, backend=backend, arch=arch, duration_ms=(time.perf_counter() - start) * 1e3,  # type: ignore[arg-type]
+        log=log.strip(), **(parse_ptxas_report(log, entry) if ok else {}),
+    )
+
+
+def compile_nvrtc(source: str, entry: str, arch: str, filename: str = "kernel.cu",
+                  extra_options: tuple[str, ...] = ()) -> tuple[CompileResult, bytes | None]:
+    """NVRTC straight to a cubin for `arch` ("sm_90"), with ptxas's resource report."""
+    start = time.perf_counter()
+    problem = include_problem(source)
+    if problem:
+        return _result(False, "nvrtc", arch, start, f"{filename}: error: {problem}", entry), None
+    from cupy_backends.cuda.libs import nvrtc  # imported here: CuPy is heavy and optional on CPU
+
+    options = [f"-arch={arch}", "--std=c++17", "--ptxas-options=-v", "-lineinfo", *extra_options]
+    include = cuda_include_dir()
+    if include:
+        options.append(f"-I{include}")
+    prog = nvrtc.createProgram(source, filename, [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError:
+            return _result(False, "nvrtc", arch, start, nvrtc.getProgramLog(prog), entry), None
+        log = nvrtc.getProgramLog(prog)
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    return _result(True, "nvrtc", arch, start, log, entry), cubin
+
+
+def compile_nvcc(source: str, entry: str, arch: str, filename: str = "kernel.cu",
+                 extra_options: tuple[str, ...] = (), timeout_s: float = 120.0,
+                 ) -> tuple[CompileResult, bytes | None]:
+    """nvcc to a cubin for `arch`, the second backend (and the one CI has without a GPU)."""
+    start = time.perf_counter()
+    problem = include_problem(source)
+    if problem:
+        return _result(False, "nvcc", arch, start, f"{filename}: error: {problem}", entry), None
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return _result(False, "nvcc", arch, start, "nvcc not found on PATH", entry), None
+    with tempfile.TemporaryDirectory(prefix="kw-nvcc-") as tmp:
+        src, out = Path(tmp) / Path(filename).name, Path(tmp) / "kernel.cubin"
+        src.write_text(source)
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "--std=c++17", "--resource-usage", "-lineinfo",
+               *extra_options, "-o", str(out), str(src)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return _result(False, "nvcc", arch, start, f"nvcc timed out after {timeout_s:.0f} s", entry), None
+        log = (proc.stdout + proc.stderr).replace(tmp + "/", "")
+        if proc.returncode != 0 or not out.is_file():
+            return _result(False, "nvcc", arch, start, log, entry), None
+        return _result(True, "nvcc", arch, start, log, entry), out.read_bytes()
+
+
+def compile_kernel(backend: str, source: str, entry: str, arch: str,
+                   filename: str = "kernel.cu") -> tuple[CompileResult, bytes | None]:
+    if backend == "nvcc":
+        return compile_nvcc(source, entry, arch, filename)
+    return compile_nvrtc(source, entry, arch, filename)

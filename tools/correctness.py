@@ -1,0 +1,102 @@
+"""Compare a candidate's raw outputs with the expected ones (pure NumPy, in the controller).
+
+Per output: every element written (poison gone in at least one of two runs with different
+poison), the two runs agree, no NaN, and each element within atol + rtol * |expected| of a
+reference computed in float64 where the task allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Default (atol, rtol) by output dtype, against a float64 reference.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-2, 1e-2),
+    "float32": (1e-5, 1e-5),
+    "float64": (1e-10, 1e-10),
+}
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    reason: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+
+
+def tolerance(dtype: str, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    d_atol, d_rtol = TOLERANCES.get(dtype, (0.0, 0.0))
+    return (d_atol if atol is None else atol, d_rtol if rtol is None else rtol)
+
+
+def poison_bits(dtype: str, bits: int) -> int:
+    return bits & ((1 << (8 * np.dtype(dtype).itemsize)) - 1)
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
+
+
+def unwritten(name: str, runs: list[np.ndarray], poisons: list[int]) -> str:
+    """Elements still holding the poison in every run, i.e. never written."""
+    if not runs:
+        return ""
+    mask = np.ones(runs[0].shape, dtype=bool)
+    for out, bits in zip(runs, poisons, strict=True):
+        mask &= out.view(UINT[out.dtype.itemsize]) == poison_bits(str(out.dtype), bits)
+    n = int(mask.sum())
+    if n == 0:
+        return ""
+    first = _index(int(np.flatnonzero(mask)[0]), runs[0].shape)
+    return f"output '{name}' not fully written: {n:,} of {mask.size:,} elements untouched (first at {first})"
+
+
+def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> Outcome:
+    """got against expected elementwise; NaN in got never matches."""
+    if got.shape != expected.shape:
+        return Outcome(False, f"output '{name}' has shape {got.shape}, expected {expected.shape}")
+    if got.dtype.kind in "iub" and expected.dtype.kind in "iub":
+        bad = got != expected
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            return Outcome(False, f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} "
+                           f"elements (first at {_index(i, got.shape)}: got {got.flat[i]}, "
+                           f"expected {expected.flat[i]})", 0.0, 0.0)
+        return Outcome(True, max_abs_err=0.0, max_rel_err=0.0)
+    g = got.astype(np.float64)
+    e = expected.astype(np.float64)
+    nan = np.isnan(g)
+    if nan.any():
+        i = int(np.flatnonzero(nan)[0])
+        return Outcome(False, f"output '{name}' has NaN at {int(nan.sum()):,} of {nan.size:,} "
+                       f"elements (first at {_index(i, got.shape)})")
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - e)
+        err[np.isinf(g) & (g == e)] = 0.0
+        err[np.isnan(err)] = np.inf
+        rel = err / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+        bad = ~(err <= atol + rtol * np.abs(e))
+    max_abs = float(err.max()) if err.size else 0.0
+    max_rel = float(rel.max()) if rel.size else 0.0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        worst = int(np.argmax(np.where(bad, err, -1.0)))
+        return Outcome(False, f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} elements "
+                       f"(max abs error {err.flat[worst]:.3g} at {_index(worst, got.shape)}: got "
+                       f"{g.flat[worst]:.6g}, expected {e.flat[worst]:.6g}; first at "
+                       f"{_index(i, got.shape)}; tolerance atol={atol:g} rtol={rtol:g})",
+                       max_abs, max_rel)
+    return Outcome(True, max_abs_err=max_abs, max_rel_err=max_rel)
+
+
+def runs_agree(name: str, first: np.ndarray, second: np.ndarray, atol: float, rtol: float) -> str:
+    """Two runs on the same inputs with different poison must give the same answer."""
+    outcome = compare(name, second, first, atol, rtol)
+    if outcome.ok:
+        return ""
+    return (f"output '{name}' differs between two runs with different poison: the kernel reads "
+            f"memory it did not write, or races")

@@ -1,0 +1,112 @@
+"""NVML through nvidia-ml-py: the device's name, architecture, clocks, temperature and the
+reasons its clocks are held down. The controller reads these itself; a candidate cannot fake them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import NoGpuError
+from .results import ClockSample, DeviceInfo
+
+# Clock event ("throttle") reasons, bit -> name, from nvml.h.
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
+    """Names of the bits set in an NVML clocks-event-reasons mask (pure)."""
+    return tuple(name for bit, name in THROTTLE_REASONS.items() if mask & bit)
+
+
+@contextmanager
+def nvml() -> Iterator[Any]:
+    try:
+        import pynvml  # provided by the nvidia-ml-py distribution
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        raise NoGpuError(f"no NVIDIA GPU here: NVML unavailable ({exc}); kernelwright needs an "
+                         "NVIDIA GPU and its driver") from None
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _handle(n: Any, pci_bus_id: str | None) -> Any:
+    if n.nvmlDeviceGetCount() == 0:
+        raise NoGpuError("no NVIDIA GPU found")
+    if pci_bus_id:
+        try:
+            return n.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
+        except n.NVMLError:
+            pass
+    return n.nvmlDeviceGetHandleByIndex(0)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def device_info(pci_bus_id: str | None = None, sm_count: int | None = None,
+                l2_bytes: int | None = None) -> DeviceInfo:
+    with nvml() as n:
+        h = _handle(n, pci_bus_id)
+        major, minor = n.nvmlDeviceGetCudaComputeCapability(h)
+        peak_gbps = None
+        try:
+            mem_mhz = n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM)
+            bus_bits = n.nvmlDeviceGetMemoryBusWidth(h)
+            peak_gbps = mem_mhz * 1e6 * 2 * bus_bits / 8 / 1e9
+        except n.NVMLError:
+            pass
+        peak_tflops = None
+        if sm_count:
+            sm_mhz = n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)
+            fp32_per_sm = 128 if major >= 8 and (major, minor) != (8, 0) else 64
+            peak_tflops = sm_count * fp32_per_sm * 2 * sm_mhz * 1e6 / 1e12
+        return DeviceInfo(
+            name=_text(n.nvmlDeviceGetName(h)), arch=f"sm_{major}{minor}",
+            driver_version=_text(n.nvmlSystemGetDriverVersion()),
+            memory_total_bytes=int(n.nvmlDeviceGetMemoryInfo(h).total),
+            sm_count=sm_count, l2_bytes=l2_bytes, peak_dram_gbps=peak_gbps,
+            peak_fp32_tflops=peak_tflops,
+        )
+
+
+def clock_sample(pci_bus_id: str | None = None) -> ClockSample | None:
+    """Current clocks, temperature, power and throttle reasons; None where NVML is missing."""
+    try:
+        with nvml() as n:
+            h = _handle(n, pci_bus_id)
+
+            def get(fn: str, *args: Any) -> Any:
+                try:
+                    return getattr(n, fn)(h, *args)
+                except (n.NVMLError, AttributeError):
+                    return None
+
+            mask = get("nvmlDeviceGetCurrentClocksEventReasons")
+            if mask is None:
+                mask = get("nvmlDeviceGetCurrentClocksThrottleReasons")
+            power = get("nvmlDeviceGetPowerUsage")
+            return ClockSample(
+                sm_mhz=get("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM),
+                mem_mhz=get("nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM),
+                temperature_c=get("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU),
+                power_w=power / 1000 if power is not None else None,
+                throttle_reasons=decode_throttle_reasons(mask or 0),
+            )
+    except NoGpuError:
+        return None

@@ -1,0 +1,130 @@
+"""What the tools return: frozen values with units in their field names.
+
+A kernel that fails to compile, computes the wrong answer or hangs is a result, not an exception.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CompileResult(Result):
+    ok: bool
+    backend: Literal["nvrtc", "nvcc", "python"]
+    arch: str
+    duration_ms: float
+    log: str = ""
+    registers: int | None = None
+    shared_mem_bytes: int | None = None  # static shared memory per block
+    local_mem_bytes: int | None = None  # stack frame per thread
+    spill_stores_bytes: int | None = None
+    spill_loads_bytes: int | None = None
+
+    @property
+    def first_error(self) -> str:
+        for line in self.log.splitlines():
+            if "error" in line.lower():
+                return line.strip()
+        return self.log.strip().splitlines()[0] if self.log.strip() else "compile failed"
+
+
+class TrialResult(Result):
+    sizes: dict[str, int]
+    held_out: bool = False
+    phase: Literal["check", "post-timing"] = "check"
+    ok: bool
+    reason: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+
+
+class CheckResult(Result):
+    ok: bool
+    reason: str
+    trials: tuple[TrialResult, ...] = ()
+    reference: Literal["float64", "reference kernel", "pytorch eager", "pytorch eager float64"] = (
+        "reference kernel"
+    )
+
+
+class KernelTiming(Result):
+    median_ms: float
+    iqr_ms: float  # spread: 75th minus 25th percentile
+    min_ms: float
+    max_ms: float
+    samples: int
+
+
+class ClockSample(Result):
+    sm_mhz: int | None = None
+    mem_mhz: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    throttle_reasons: tuple[str, ...] = ()
+
+
+class TimingResult(Result):
+    reference: KernelTiming
+    candidate: KernelTiming
+    speedup: float  # median of per-round ratios reference / candidate
+    speedup_iqr: float
+    rounds: int
+    input_sets: int
+    l2_flush_bytes: int
+    floor_ms: float | None = None  # roofline: least possible time at the bench size
+    clocks_before: ClockSample | None = None
+    clocks_after: ClockSample | None = None
+    notes: tuple[str, ...] = ()
+
+
+class ProfileResult(Result):
+    available: bool
+    reason: str = ""  # why profiling is unavailable, when it is
+    kernel_name: str = ""
+    duration_ms: float | None = None
+    sm_pct: float | None = None  # SM throughput, % of peak
+    dram_pct: float | None = None  # DRAM throughput, % of peak
+    memory_pct: float | None = None  # memory-system throughput (L1/L2/DRAM), % of peak
+    achieved_occupancy_pct: float | None = None
+    theoretical_occupancy_pct: float | None = None
+    registers_per_thread: int | None = None
+    bottleneck: Literal["memory-bound", "compute-bound", "latency-bound", "unknown"] = "unknown"
+
+
+class DeviceInfo(Result):
+    name: str
+    arch: str  # "sm_90"
+    driver_version: str
+    memory_total_bytes: int
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    peak_dram_gbps: float | None = None  # theoretical, from memory clock and bus width
+    peak_fp32_tflops: float | None = None
+
+
+Verdict = Literal["correct", "wrong", "compile_error", "crashed", "timeout", "implausible", "error"]
+
+
+class CheckReport(Result):
+    """Everything `kernelwright check` learns about one candidate."""
+
+    task: str
+    candidate: str
+    verdict: Verdict
+    reason: str
+    compile: CompileResult | None = None
+    check: CheckResult | None = None
+    timing: TimingResult | None = None
+    profile: ProfileResult | None = None
+    device: DeviceInfo | None = None
+    wall_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "correct"

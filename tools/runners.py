@@ -1,0 +1,173 @@
+"""Run a task's kernel on the GPU. Imported only inside a sandboxed worker process.
+
+`CudaRunner` compiles a CUDA kernel and launches it through CuPy; `TorchRunner` builds a
+KernelBench Model or ModelNew. Inputs come from a seed, so two processes given the same seed
+build the same inputs without sending them over the pipe.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import cupy
+import numpy as np
+
+from .compile import compile_kernel
+from .results import CompileResult
+from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+_CHECKSUM_SRC = r"""
+extern "C" __global__ void kw_checksum(const unsigned int* w, unsigned long long n,
+                                       unsigned long long* out) {
+    unsigned long long acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long h = (unsigned long long)w[i] + i * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33;
+        acc += h;
+    }
+    atomicAdd(out, acc);
+}
+"""
+_checksum_kernel: Any = None
+
+
+def checksum(array: Any) -> str:
+    """A position-dependent 64-bit sum of an array's 32-bit words (bytes padded), on the GPU."""
+    global _checksum_kernel
+    if _checksum_kernel is None:
+        _checksum_kernel = cupy.RawKernel(_CHECKSUM_SRC, "kw_checksum")
+    raw = cupy.ascontiguousarray(array).view(cupy.uint8).ravel()
+    if raw.size % 4:
+        raw = cupy.concatenate([raw, cupy.zeros(4 - raw.size % 4, dtype=cupy.uint8)])
+    words = raw.view(cupy.uint32)
+    out = cupy.zeros(1, dtype=cupy.uint64)
+    _checksum_kernel((264,), (256,), (words, np.uint64(words.size), out))
+    return f"{int(out.get()[0]):016x}-{array.nbytes}"
+
+
+def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int) -> Any:
+    """The input for one argument, from a seed; the same in every process on this machine."""
+    rs = cupy.random.RandomState(seed)
+    if arg.dtype in FLOAT_DTYPES:
+        gen_dtype = cupy.float64 if arg.dtype == "float64" else cupy.float32
+        if arg.init == "normal":
+            data = rs.standard_normal(shape, dtype=gen_dtype)
+        elif arg.init == "positive":
+            data = rs.uniform(0.5, 2.0, shape, dtype=gen_dtype)
+        else:
+            data = rs.uniform(-1.0, 1.0, shape, dtype=gen_dtype)
+        return data.astype(arg.dtype, copy=False)
+    if arg.init.startswith("randint:"):
+        lo, hi = (int(v) for v in arg.init.split(":")[1:])
+    else:
+        lo, hi = (0, 100) if arg.dtype.startswith("u") else (-100, 100)
+    return rs.randint(lo, hi, shape, dtype=np.int64).astype(arg.dtype)
+
+
+def poisoned(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
+    itemsize = np.dtype(dtype).itemsize
+    out = cupy.empty(shape, dtype=dtype)
+    out.view(_UINT[itemsize]).fill(bits & ((1 << (8 * itemsize)) - 1))
+    return out
+
+
+class CudaRunner:
+    """One compiled kernel of a CUDA task, launched with the task's arguments."""
+
+    def __init__(self, task: CudaTask, source: str, launch: LaunchSpec | None, scratch: Path,
+                 backend: str, arch: str, tag: str) -> None:
+        self.task = task
+        self.launch_spec = launch or task.launch
+        self.compile_result: CompileResult
+        self.compile_result, cubin = compile_kernel(backend, source, task.entry, arch, f"{tag}.cu")
+        self.fn: Any = None
+        if cubin is not None:
+            path = scratch / f"{tag}.cubin"
+            path.write_bytes(cubin)
+            self.fn = cupy.RawModule(path=str(path)).get_function(task.entry)
+
+    def inputs(self, sizes: dict[str, int], seed: int) -> dict[str, Any]:
+        return {a.name: generate(a, self.task.shape(a, sizes), seed * 7919 + i)
+                for i, a in enumerate(self.task.args) if a.role in ("in", "inout")}
+
+    def outputs(self, sizes: dict[str, int], poison: int) -> dict[str, Any]:
+        return {a.name: poisoned(self.task.shape(a, sizes), a.dtype, poison)
+                for a in self.task.args if a.role == "out"}
+
+    def launch(self, arrays: dict[str, Any], sizes: dict[str, int]) -> None:
+        from . import expr
+
+        args = []
+        for a in self.task.args:
+            if a.role == "scalar":
+                args.append(np.dtype(a.dtype).type(expr.evaluate(a.value, sizes)))
+            else:
+                args.append(arrays[a.name])
+        grid, block, smem = self.launch_spec.resolve(sizes)
+        if smem > 48 * 1024:
+            self.fn.max_dynamic_shared_size_bytes = smem
+        self.fn(grid, block, tuple(args), shared_mem=smem)
+
+
+def load_module(path: str, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class TorchRunner:
+    """A KernelBench Model or ModelNew, built with seeded weights."""
+
+    def __init__(self, problem_path: str, module_path: str | None, class_name: str) -> None:
+        import torch
+
+        self.torch = torch
+        self.problem = load_module(problem_path, "kw_problem")
+        self.module = load_module(module_path, "kw_candidate") if module_path else self.problem
+        if not hasattr(self.module, class_name):
+            raise AttributeError(f"{Path(module_path or problem_path).name} defines no {class_name}")
+        self.cls = getattr(self.module, class_name)
+
+    def _apply(self, overrides: dict[str, int]) -> None:
+        for key, value in overrides.items():
+            for mod in {id(self.problem): self.problem, id(self.module): self.module}.values():
+                if hasattr(mod, key):
+                    setattr(mod, key, value)
+
+    def build(self, seed: int, overrides: dict[str, int], float64: bool = False) -> Any:
+        torch = self.torch
+        self._apply(overrides)
+        torch.manual_seed(seed)
+        model = self.cls(*self.problem.get_init_inputs())
+        model = model.cuda().eval()
+        return copy.deepcopy(model).double() if float64 else model
+
+    def inputs(self, seed: int, overrides: dict[str, int]) -> list[Any]:
+        torch = self.torch
+        self._apply(overrides)
+        torch.manual_seed(seed + 1)
+        return [x.cuda() if isinstance(x, torch.Tensor) else x for x in self.problem.get_inputs()]
+
+    def input_digest(self, inputs: list[Any]) -> list[str]:
+        torch = self.torch
+        return [hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+                if isinstance(x, torch.Tensor) else repr(x) for x in inputs]
+
+    def poison_allocator(self, nbytes: int) -> None:
+        """Fill memory the caching allocator will hand out next with NaN, then free it."""
+        torch = self.torch
+        torch.cuda.empty_cache()
+        block = torch.full((max(nbytes, 1 << 20) // 4 * 4,), float("nan"), device="cuda")
+        del block

@@ -1,0 +1,161 @@
+"""Start and police a worker process: scrubbed environment, its own scratch directory, only the
+result channel open, deadlines per phase, a host-memory watchdog, and a kill of the whole
+process group on any breach. The controller never imports what the worker runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .protocol import FrameReader, FrameTimeout, ProtocolError, write_message
+
+# Variables a worker keeps; everything else (tokens, SSH agents, proxies) is dropped.
+_KEEP = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
+         "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "LANG", "LC_ALL", "NCCL_NVLS_ENABLE",
+         "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST")
+
+
+class WorkerFailure(Exception):
+    """The worker hung, crashed, overran a limit or broke the protocol: a verdict, not a bug."""
+
+    def __init__(self, verdict: str, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
+
+
+def scrubbed_env(scratch: Path) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _KEEP if k in os.environ}
+    # The worker must import kernelwright exactly as the controller does.
+    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), CUPY_CACHE_DIR=str(scratch / "cupy"),
+               TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONUNBUFFERED="1", XDG_CACHE_HOME=str(scratch / "cache"))
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+class Sandbox:
+    """One worker process. Use as a context manager: the process group dies on exit."""
+
+    def __init__(self, label: str, host_memory_bytes: int = 16 << 30,
+                 command: list[str] | None = None) -> None:
+        self.label = label
+        self.host_memory_bytes = host_memory_bytes
+        self.command = command or [sys.executable, "-m", "kernelwright.tools.worker"]
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"kw-{label}-"))
+        self.log_path = self.scratch / "worker.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reader: FrameReader | None = None
+
+    def __enter__(self) -> Sandbox:
+        log = open(self.log_path, "wb")
+        try:
+            self.proc = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                cwd=self.scratch, env=scrubbed_env(self.scratch), close_fds=True,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        assert self.proc.stdout is not None
+        self.reader = FrameReader(self.proc.stdout.fileno())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream:
+                stream.close()
+        if self.reader:
+            self.reader.close()
+        # A group that outlived its leader (a forked helper) goes too.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def send(self, header: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            write_message(self.proc.stdin.fileno(), header)
+        except (BrokenPipeError, OSError):
+            raise self._died("while receiving its job") from None
+
+    def log_tail(self, lines: int = 6) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        keep = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return " | ".join(keep[-lines:])
+
+    def _rss_bytes(self) -> int:
+        assert self.proc is not None
+        total = 0
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total = int(line.split()[1]) * 1024
+        return total
+
+    def _watch(self) -> None:
+        if self._rss_bytes() > self.host_memory_bytes:
+            self.kill()
+            raise WorkerFailure("crashed", f"killed: host memory above "
+                                f"{self.host_memory_bytes / (1 << 30):.0f} GiB")
+
+    def _died(self, phase: str) -> WorkerFailure:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = self.log_tail()
+        how = f"exit code {code}" if code is not None and code >= 0 else (
+            f"signal {signal.Signals(-code).name}" if code is not None else "no exit")
+        return WorkerFailure("crashed", f"worker died {phase} ({how})" + (f": {tail}" if tail else ""))
+
+    def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[bytes]]:
+        """The next message, or WorkerFailure: a hang past the deadline is killed."""
+        assert self.reader is not None
+        try:
+            header, arrays = self.reader.read_message(time.monotonic() + timeout_s, self._watch)
+        except FrameTimeout:
+            self.kill()
+            raise WorkerFailure("timeout", f"killed after {timeout_s:.0f} s with no progress "
+                                f"({phase})") from None
+        except ProtocolError as exc:
+            if self.reader.closed:
+                raise self._died(phase) from None
+            self.kill()
+            raise WorkerFailure("crashed", f"worker broke the result protocol ({exc})") from None
+        if header.get("type") == "error":
+            self.kill()
+            raise WorkerFailure("crashed", f"{phase}: {header.get('error', 'unknown error')}")
+        return header, arrays

@@ -1,0 +1,72 @@
+"""Read a kernel's parameter list from its source, so a task or candidate that does not match
+the declared arguments is refused before anything runs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# C spellings of each dtype a task may declare.
+C_TYPES: dict[str, frozenset[str]] = {
+    "float16": frozenset({"half", "__half"}),
+    "float32": frozenset({"float"}),
+    "float64": frozenset({"double"}),
+    "int8": frozenset({"char", "signed char", "int8_t"}),
+    "uint8": frozenset({"unsigned char", "uint8_t"}),
+    "int16": frozenset({"short", "short int", "int16_t"}),
+    "int32": frozenset({"int", "int32_t", "signed int"}),
+    "int64": frozenset({"long long", "long long int", "int64_t", "long"}),
+    "uint32": frozenset({"unsigned", "unsigned int", "uint32_t"}),
+    "uint64": frozenset({"unsigned long long", "unsigned long long int", "uint64_t", "size_t"}),
+}
+_QUALIFIERS = {"const", "__restrict__", "__restrict", "restrict", "volatile", "__grid_constant__"}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: str  # base type without qualifiers, e.g. "float"
+    pointer: bool
+
+
+def strip_comments(source: str) -> str:
+    source = re.sub(r"/\*.*?\*/", " ", source, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", source)
+
+
+def find_params(source: str, entry: str) -> list[Param] | None:
+    """The parameters of `extern "C" __global__ void entry(...)`, or None if no such kernel."""
+    text = strip_comments(source)
+    pattern = (
+        r'extern\s+"C"\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?__global__\s+'
+        r"(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
+        r"(?:__launch_bounds__\s*\([^)]*\)\s*)?" + re.escape(entry) + r"\s*\(([^)]*)\)"
+    )
+    alt = (
+        r'__global__\s+extern\s+"C"\s+void\s+' + re.escape(entry) + r"\s*\(([^)]*)\)"
+    )
+    match = re.search(pattern, text) or re.search(alt, text)
+    if not match:
+        return None
+    body = match.group(1).strip()
+    if body in ("", "void"):
+        return []
+    params = []
+    for raw in body.split(","):
+        raw = raw.replace("*", " * ").strip()
+        tokens = [t for t in raw.split() if t not in _QUALIFIERS]
+        pointer = "*" in tokens
+        tokens = [t for t in tokens if t != "*"]
+        name = tokens[-1] if len(tokens) > 1 else ""
+        params.append(Param(name=name, ctype=" ".join(tokens[:-1]), pointer=pointer))
+    return params
+
+
+def is_global_kernel(source: str, entry: str) -> bool:
+    """True if entry is a __global__ function, extern "C" or not (for a clearer error)."""
+    text = strip_comments(source)
+    return re.search(r"__global__[^;{]*\b" + re.escape(entry) + r"\s*\(", text) is not None
+
+
+def ctype_matches(ctype: str, dtype: str) -> bool:
+    return ctype in C_TYPES.get(dtype, frozenset())

@@ -1,0 +1,315 @@
+"""The CUDA task (`name.cu` + `name.toml`) and its candidates: parsing and validation.
+
+Every error names the file and the field, so a user can fix a task without reading our code.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from . import expr
+from .errors import TaskError
+from .signature import C_TYPES, ctype_matches, find_params, is_global_kernel
+
+DTYPES = tuple(C_TYPES)
+FLOAT_DTYPES = ("float16", "float32", "float64")
+Role = Literal["in", "out", "inout", "scalar"]
+ROLES = ("in", "out", "inout", "scalar")
+INITS = ("uniform", "normal", "positive")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ArgSpec(Frozen):
+    name: str
+    dtype: str
+    role: Role
+    shape: tuple[str, ...] = ()
+    value: str = ""  # scalars only
+    init: str = "uniform"  # inputs only
+
+
+class LaunchSpec(Frozen):
+    block: tuple[str, ...]
+    grid: tuple[str, ...]
+    shared_mem_bytes: str = "0"
+
+    def resolve(self, sizes: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        block = tuple(expr.evaluate_int(e, sizes) for e in self.block)
+        grid = tuple(expr.evaluate_int(e, sizes) for e in self.grid)
+        return grid, block, expr.evaluate_int(self.shared_mem_bytes, sizes)
+
+
+class CudaTask(Frozen):
+    """A CUDA kernel task. `source` is the reference kernel."""
+
+    kind: Literal["cuda"] = "cuda"
+    name: str
+    path: str  # the .toml
+    source_path: str
+    source: str
+    entry: str
+    description: str = ""
+    args: tuple[ArgSpec, ...]
+    bench: dict[str, int]
+    checks: tuple[dict[str, int], ...]
+    multiple_of: dict[str, int] = {}
+    launch: LaunchSpec
+    atol: float | None = None
+    rtol: float | None = None
+    roofline_bytes: str = ""
+    roofline_flops: str = ""
+    reference_python: str = ""  # "path/to/reference.py:function", absolute path
+
+    def shape(self, arg: ArgSpec, sizes: dict[str, int]) -> tuple[int, ...]:
+        return tuple(expr.evaluate_int(e, sizes) for e in arg.shape)
+
+    def size_names(self) -> list[str]:
+        return sorted(self.bench)
+
+
+class CudaCandidate(Frozen):
+    path: str
+    source: str
+    launch: LaunchSpec | None = None  # None: the task's launch
+
+
+def _fail(path: Path, field: str, problem: str) -> TaskError:
+    return TaskError(path, field, problem)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise _fail(path, "", f"not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise _fail(path, "", f"cannot read: {exc.strerror}") from None
+
+
+def _sizes(path: Path, field: str, raw: Any, known: set[str] | None) -> dict[str, int]:
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(path, field, "expected a table of named sizes, e.g. { N = 1024 }")
+    out = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _fail(path, f"{field}.{key}", f"expected a positive integer, got {value!r}")
+        out[key] = value
+    if known is not None and set(out) != known:
+        raise _fail(path, field, f"must name the same sizes as sizes.bench: {sorted(known)}")
+    return out
+
+
+def _check_expr(path: Path, field: str, text: Any, sizes: set[str]) -> str:
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise _fail(path, field, f"expected an expression, got {text!r}")
+    try:
+        unknown = expr.names(text) - sizes
+    except expr.ExprError as exc:
+        raise _fail(path, field, f"bad expression: {exc}") from None
+    if unknown:
+        raise _fail(path, field, f"bad expression {text!r}: unknown size {sorted(unknown)[0]!r}")
+    return str(text)
+
+
+def parse_launch(path: Path, raw: Any, sizes: set[str], field: str = "launch") -> LaunchSpec:
+    if not isinstance(raw, dict):
+        raise _fail(path, field, "missing: give block and grid, e.g. block = [256]")
+    for key in raw:
+        if key not in ("block", "grid", "shared_mem_bytes"):
+            raise _fail(path, f"{field}.{key}", "unknown field (block, grid, shared_mem_bytes)")
+    dims = {}
+    for key in ("block", "grid"):
+        value = raw.get(key)
+        if not isinstance(value, list) or not 1 <= len(value) <= 3:
+            raise _fail(path, f"{field}.{key}", "expected a list of 1 to 3 expressions")
+        dims[key] = tuple(_check_expr(path, f"{field}.{key}", v, sizes) for v in value)
+    shared = _check_expr(path, f"{field}.shared_mem_bytes", raw.get("shared_mem_bytes", 0), sizes)
+    return LaunchSpec(block=dims["block"], grid=dims["grid"], shared_mem_bytes=shared)
+
+
+def _args(path: Path, raw: Any, sizes: set[str]) -> tuple[ArgSpec, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, "args", "missing: one [[args]] table per kernel parameter")
+    args, seen = [], set()
+    for i, item in enumerate(raw):
+        where = f"args[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(path, where, "expected a table")
+        name = item.get("name")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise _fail(path, f"{where}.name", f"expected an identifier, got {name!r}")
+        where = f"args[{i}] ({name})"
+        if name in seen:
+            raise _fail(path, where, "duplicate argument name")
+        seen.add(name)
+        unknown = set(item) - {"name", "dtype", "role", "shape", "value", "init"}
+        if unknown:
+            raise _fail(path, f"{where}.{sorted(unknown)[0]}", "unknown field")
+        dtype, role = item.get("dtype"), item.get("role")
+        if dtype not in DTYPES:
+            raise _fail(path, f"{where}.dtype", f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
+        if role not in ROLES:
+            raise _fail(path, f"{where}.role", f"unknown role {role!r} (one of {', '.join(ROLES)})")
+        if role == "scalar":
+            if "value" not in item:
+                raise _fail(path, f"{where}.value", "a scalar needs a value expression")
+            if "shape" in item:
+                raise _fail(path, f"{where}.shape", "a scalar has no shape")
+            value = _check_expr(path, f"{where}.value", item["value"], sizes)
+            args.append(ArgSpec(name=name, dtype=dtype, role=role, value=value))
+            continue
+        shape = item.get("shape")
+        if not isinstance(shape, list) or not shape:
+            raise _fail(path, f"{where}.shape", "expected a list of expressions, e.g. [\"N\"]")
+        shape_t = tuple(_check_expr(path, f"{where}.shape", s, sizes) for s in shape)
+        init = item.get("init", "uniform")
+        if init not in INITS and not _is_randint(init):
+            raise _fail(path, f"{where}.init", f"unknown init {init!r} (uniform, normal, positive, randint:LO:HI)")
+        if _is_randint(init) and dtype in FLOAT_DTYPES:
+            raise _fail(path, f"{where}.init", "randint is for integer dtypes")
+        args.append(ArgSpec(name=name, dtype=dtype, role=role, shape=shape_t, init=init))
+    if not any(a.role in ("out", "inout") for a in args):
+        raise _fail(path, "args", "no argument has role out or inout: nothing could be checked")
+    return tuple(args)
+
+
+def _is_randint(init: Any) -> bool:
+    if not isinstance(init, str) or not init.startswith("randint:"):
+        return False
+    parts = init.split(":")
+    return len(parts) == 3 and all(p.lstrip("-").isdigit() for p in parts[1:]) and int(parts[1]) < int(parts[2])
+
+
+def check_signature(source_path: Path, source: str, entry: str, args: tuple[ArgSpec, ...],
+                    spec_path: Path) -> None:
+    """Refuse a kernel whose parameters do not match the declared arguments."""
+    params = find_params(source, entry)
+    if params is None:
+        if is_global_kernel(source, entry):
+            raise _fail(source_path, "entry", f'kernel {entry!r} must be declared extern "C" __global__')
+        raise _fail(source_path, "entry", f"no __global__ function named {entry!r}")
+    if len(params) != len(args):
+        raise _fail(spec_path, "args", f"{len(args)} arguments declared, but {entry}() in "
+                    f"{source_path.name} takes {len(params)}")
+    for i, (param, arg) in enumerate(zip(params, args, strict=True)):
+        where = f"args[{i}] ({arg.name})"
+        if param.pointer != (arg.role != "scalar"):
+            kind = "a pointer" if param.pointer else "a value"
+            raise _fail(spec_path, where, f"role {arg.role} does not match {entry}()'s parameter "
+                        f"{param.name!r}, which is {kind}")
+        if param.ctype and not ctype_matches(param.ctype, arg.dtype):
+            raise _fail(spec_path, f"{where}.dtype", f"{arg.dtype} does not match {param.ctype!r} "
+                        f"of parameter {param.name!r} in {source_path.name}")
+
+
+def load_cuda_task(spec_path: Path) -> CudaTask:
+    spec_path = spec_path.resolve()
+    raw = _read_toml(spec_path)
+    allowed = {"entry", "description", "name", "source", "sizes", "args", "launch", "tolerance",
+               "roofline", "reference"}
+    for key in raw:
+        if key not in allowed:
+            raise _fail(spec_path, key, "unknown field")
+    entry = raw.get("entry")
+    if not isinstance(entry, str) or not entry.isidentifier():
+        raise _fail(spec_path, "entry", "missing: name the kernel's __global__ function")
+    source_path = spec_path.parent / str(raw.get("source", spec_path.stem + ".cu"))
+    try:
+        source = source_path.read_text()
+    except OSError:
+        raise _fail(spec_path, "source", f"kernel file {source_path.name} not found") from None
+    sizes_raw = raw.get("sizes")
+    if not isinstance(sizes_raw, dict):
+        raise _fail(spec_path, "sizes", "missing: give sizes.bench and sizes.checks")
+    bench = _sizes(spec_path, "sizes.bench", sizes_raw.get("bench"), None)
+    known = set(bench)
+    checks_raw = sizes_raw.get("checks")
+    if not isinstance(checks_raw, list) or not checks_raw:
+        raise _fail(spec_path, "sizes.checks", "give at least one extra size to check, e.g. [{ N = 1000 }]")
+    checks = tuple(_sizes(spec_path, f"sizes.checks[{i}]", c, known) for i, c in enumerate(checks_raw))
+    multiple_of = {}
+    if "multiple_of" in sizes_raw:
+        mo = sizes_raw["multiple_of"]
+        multiple_of = _sizes(spec_path, "sizes.multiple_of", mo, None) if mo else {}
+        for key, m in multiple_of.items():
+            if key not in known:
+                raise _fail(spec_path, f"sizes.multiple_of.{key}", "not a size in sizes.bench")
+            for i, s in enumerate((bench, *checks)):
+                if s[key] % m:
+                    raise _fail(spec_path, "sizes", f"size set {i} has {key}={s[key]}, not a multiple of {m}")
+    args = _args(spec_path, raw.get("args"), known)
+    launch = parse_launch(spec_path, raw.get("launch"), known)
+    tol = raw.get("tolerance", {})
+    for key, value in tol.items():
+        if key not in ("atol", "rtol") or isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise _fail(spec_path, f"tolerance.{key}", "expected atol or rtol, a non-negative number")
+    roof = raw.get("roofline", {})
+    for key in roof:
+        if key not in ("bytes", "flops"):
+            raise _fail(spec_path, f"roofline.{key}", "unknown field (bytes, flops)")
+    rbytes = _check_expr(spec_path, "roofline.bytes", roof["bytes"], known) if "bytes" in roof else ""
+    rflops = _check_expr(spec_path, "roofline.flops", roof["flops"], known) if "flops" in roof else ""
+    reference = _reference(spec_path, raw.get("reference", {}))
+    check_signature(source_path, source, entry, args, spec_path)
+    task = CudaTask(
+        name=str(raw.get("name", spec_path.stem)), path=str(spec_path), source_path=str(source_path),
+        source=source, entry=entry, description=str(raw.get("description", "")), args=args,
+        bench=bench, checks=checks, multiple_of=multiple_of, launch=launch,
+        atol=tol.get("atol"), rtol=tol.get("rtol"), roofline_bytes=rbytes, roofline_flops=rflops,
+        reference_python=reference,
+    )
+    for i, sizes in enumerate((bench, *checks)):  # every shape and launch must evaluate
+        try:
+            for arg in args:
+                if arg.role != "scalar" and min(task.shape(arg, sizes)) < 1:
+                    raise _fail(spec_path, f"args ({arg.name}).shape", f"empty at size set {i}")
+            launch.resolve(sizes)
+        except expr.ExprError as exc:
+            raise _fail(spec_path, "launch" if "launch" in str(exc) else "args", f"at size set {i}: {exc}") from None
+    return task
+
+
+def _reference(spec_path: Path, raw: Any) -> str:
+    if not raw:
+        return ""
+    value = raw.get("python") if isinstance(raw, dict) else None
+    if not isinstance(value, str) or value.count(":") != 1:
+        raise _fail(spec_path, "reference.python", "expected \"file.py:function\"")
+    file, func = value.split(":")
+    ref_path = (spec_path.parent / file).resolve()
+    if not ref_path.is_file():
+        raise _fail(spec_path, "reference.python", f"{file} not found")
+    if f"def {func}(" not in ref_path.read_text():
+        raise _fail(spec_path, "reference.python", f"{file} defines no function {func!r}")
+    return f"{ref_path}:{func}"
+
+
+def load_cuda_candidate(task: CudaTask, path: Path) -> CudaCandidate:
+    """A candidate .cu for a task, with an optional sidecar .toml holding [launch]."""
+    path = path.resolve()
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise _fail(path, "", f"cannot read candidate: {exc.strerror}") from None
+    check_signature(path, source, task.entry, task.args, Path(task.path))
+    launch = None
+    sidecar = path.with_suffix(".toml")
+    if sidecar.is_file():
+        raw = _read_toml(sidecar)
+        for key in raw:
+            if key != "launch":
+                raise _fail(sidecar, key, "unknown field (a candidate's .toml holds only [launch])")
+        launch = parse_launch(sidecar, raw.get("launch"), set(task.bench))
+        for sizes in (task.bench, *task.checks):
+            try:
+                launch.resolve(sizes)
+            except expr.ExprError as exc:
+                raise _fail(sidecar, "launch", str(exc)) from None
+    return CudaCandidate(path=str(path), source=source, launch=launch)

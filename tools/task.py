@@ -1,0 +1,67 @@
+"""Find and load a task from a path a user typed: a directory, a .toml, a .cu or a .py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import TaskError
+from .kernelbench import (
+    KernelBenchCandidate,
+    KernelBenchTask,
+    load_kernelbench_candidate,
+    load_kernelbench_task,
+    looks_like_kernelbench,
+)
+from .spec import CudaCandidate, CudaTask, load_cuda_candidate, load_cuda_task
+
+Task = CudaTask | KernelBenchTask
+Candidate = CudaCandidate | KernelBenchCandidate
+
+
+def load_task(path: str | Path) -> Task:
+    p = Path(path)
+    if not p.exists():
+        raise TaskError(p, "", "no such file or directory")
+    if p.is_dir():
+        tomls = sorted(p.glob("*.toml"))
+        if len(tomls) == 1:
+            return load_cuda_task(tomls[0])
+        named = p / f"{p.name}.toml"
+        if named.is_file():
+            return load_cuda_task(named)
+        if len(tomls) > 1:
+            raise TaskError(p, "", f"several task files here ({', '.join(t.name for t in tomls)}): name one")
+        problems = [f for f in sorted(p.glob("*.py")) if looks_like_kernelbench(f)]
+        if len(problems) == 1:
+            return load_kernelbench_task(problems[0])
+        raise TaskError(p, "", "no task here: expected name.cu + name.toml, or a KernelBench .py")
+    if p.suffix == ".toml":
+        return load_cuda_task(p)
+    if p.suffix == ".cu":
+        spec = p.with_suffix(".toml")
+        if not spec.is_file():
+            raise TaskError(p, "", f"a CUDA task needs {spec.name} beside it (see docs/tasks.md)")
+        return load_cuda_task(spec)
+    if p.suffix == ".py":
+        return load_kernelbench_task(p)
+    raise TaskError(p, "", "unknown task type: expected a directory, .toml, .cu or .py")
+
+
+def load_candidate(task: Task, path: str | Path) -> Candidate:
+    p = Path(path)
+    if not p.is_file():
+        raise TaskError(p, "", "candidate not found")
+    if isinstance(task, CudaTask):
+        if p.suffix != ".cu":
+            raise TaskError(p, "", "a candidate for a CUDA task is a .cu file")
+        return load_cuda_candidate(task, p)
+    if p.suffix != ".py":
+        raise TaskError(p, "", "a candidate for a KernelBench problem is a .py file with ModelNew")
+    return load_kernelbench_candidate(p)
+
+
+def reference_candidate(task: Task) -> Candidate:
+    """The task's own kernel as a candidate: checking it against itself must read 1.00x."""
+    if isinstance(task, CudaTask):
+        return CudaCandidate(path=task.source_path, source=task.source, launch=None)
+    return KernelBenchCandidate(path=task.path, source=task.source)

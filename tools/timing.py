@@ -1,0 +1,104 @@
+"""The timing protocol: CUDA events around each call with a device-wide synchronize, an L2 flush
+before every call, rotation over input sets, warm-up, and reference and candidate alternated in
+rounds. The loop runs in the worker; the statistics and the verdicts on them run in the controller.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .results import KernelTiming
+
+# The flush buffer is written before each call: at least twice the L2 size.
+L2_FLUSH_FACTOR = 2
+
+
+def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: int,
+            l2_bytes: int, budget_s: float = 0.6, min_rounds: int = 15, max_rounds: int = 400,
+            warmup: int = 3) -> dict[str, Any]:
+    """Alternate ref and cand over rounds; return raw per-call event and host times (ms).
+
+    Runs in the worker. Each sample: flush L2 (memset of a 2x-L2 buffer), record start, call,
+    record end, synchronize the whole device, read the host clock. The order within a round
+    alternates so neither kernel always runs right after the flush of the other.
+    """
+    import cupy
+
+    flush_bytes = max(L2_FLUSH_FACTOR * l2_bytes, 8 << 20)
+    flush = cupy.empty(flush_bytes, dtype=cupy.uint8)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    sync = cupy.cuda.runtime.deviceSynchronize
+
+    def sample(fn: Callable[[int], Any], k: int, r: int) -> tuple[float, float]:
+        cupy.cuda.runtime.memsetAsync(flush.data.ptr, r & 0xFF, flush_bytes, 0)
+        sync()
+        t0 = time.perf_counter()
+        start.record()
+        fn(k)
+        end.record()
+        sync()
+        host_ms = (time.perf_counter() - t0) * 1e3
+        return cupy.cuda.get_elapsed_time(start, end), host_ms
+
+    for w in range(warmup):
+        for fn in (ref, cand):
+            fn(w % input_sets)
+    sync()
+    est = [sample(fn, 0, 0)[0] for fn in (ref, cand) for _ in range(2)]
+    per_round_s = 2 * (max(est) + 0.05) / 1e3 + 2 * flush_bytes / 1e12
+    rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
+    ref_ms, cand_ms, ref_host, cand_host = [], [], [], []
+    for r in range(rounds):
+        k = r % input_sets
+        order = ((ref, ref_ms, ref_host), (cand, cand_ms, cand_host))
+        for fn, events, host in order if r % 2 == 0 else order[::-1]:
+            ev, wall = sample(fn, k, r)
+            events.append(ev)
+            host.append(wall)
+    return {"ref_ms": ref_ms, "cand_ms": cand_ms, "ref_host_ms": ref_host,
+            "cand_host_ms": cand_host, "rounds": rounds, "l2_flush_bytes": flush_bytes}
+
+
+def summarize(samples: Sequence[float]) -> KernelTiming:
+    """Median with its spread (interquartile range), min and max (pure)."""
+    xs = sorted(samples)
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
+    return KernelTiming(median_ms=statistics.median(xs), iqr_ms=q[2] - q[0], min_ms=xs[0],
+                        max_ms=xs[-1], samples=len(xs))
+
+
+def speedup(ref_ms: Sequence[float], cand_ms: Sequence[float]) -> tuple[float, float]:
+    """Median and IQR of the per-round ratios reference / candidate (pure)."""
+    ratios = sorted(r / c if c > 0 else float("inf") for r, c in zip(ref_ms, cand_ms, strict=True))
+    q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [ratios[0]] * 3
+    return statistics.median(ratios), q[2] - q[0]
+
+
+def host_clock_problem(event_ms: Sequence[float], host_ms: Sequence[float]) -> str:
+    """Why event times cannot be believed against the host clock, or "" (pure).
+
+    Each event interval lies inside its host interval (launch to device-wide sync), so an
+    event time longer than the host's is forged, and a total far below it means the timed
+    work was not the work that ran.
+    """
+    if len(event_ms) != len(host_ms) or not event_ms:
+        return "timing inconsistent: sample counts differ"
+    for ev, wall in zip(event_ms, host_ms, strict=True):
+        if not ev >= 0 or ev > wall * 1.05 + 0.02:
+            return f"timing inconsistent with host clock: event {ev:.4f} ms > host {wall:.4f} ms"
+    return ""
+
+
+def roofline_floor_ms(bytes_moved: float | None, flops: float | None, peak_gbps: float | None,
+                      peak_fp32_tflops: float | None) -> float | None:
+    """The least time the work could take (pure). FLOPs are set against 16x the fp32 rate, a
+    bound above any tensor-core rate for these dtypes, so the floor only rejects the impossible."""
+    floors = []
+    if bytes_moved and peak_gbps:
+        floors.append(bytes_moved / (peak_gbps * 1e9) * 1e3)
+    if flops and peak_fp32_tflops:
+        floors.append(flops / (16 * peak_fp32_tflops * 1e12) * 1e3)
+    return max(floors) if floors else None

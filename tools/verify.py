@@ -1,0 +1,347 @@
+"""Verify and time one candidate against its task's reference: the trust boundary.
+
+The controller holds the seeds, the expected outputs and the statistics. A reference worker
+computes the expected outputs (float64 where the task allows); a separate candidate worker
+compiles and runs the candidate and returns raw outputs and raw timing samples. Exit codes and
+anything else the candidate says about itself count for nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import correctness, expr, nvml
+from .errors import NoGpuError
+from .kernelbench import KernelBenchCandidate, KernelBenchTask
+from .results import (
+    CheckReport,
+    CheckResult,
+    CompileResult,
+    DeviceInfo,
+    TimingResult,
+    TrialResult,
+)
+from .sandbox import Sandbox, WorkerFailure
+from .spec import CudaCandidate, CudaTask
+from .timing import host_clock_problem, roofline_floor_ms, speedup, summarize
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    backend: str = "nvrtc"
+    start_timeout_s: float = 120.0
+    compile_timeout_s: float = 60.0
+    python_compile_timeout_s: float = 600.0  # KernelBench glue may build with load_inline
+    run_timeout_s: float = 20.0
+    timing_timeout_s: float = 120.0
+    timing_budget_s: float = 0.6
+    min_trials: int = 5
+    host_memory_bytes: int = 16 << 30
+    input_set_bytes: int = 2 << 30  # rotation: as many input sets as fit here, 2 to 4
+
+
+@dataclass(frozen=True)
+class Trial:
+    sizes: dict[str, int]
+    seed: int
+    poisons: tuple[int, ...]
+    held_out: bool = False
+
+    def job(self) -> dict[str, Any]:
+        return {"sizes": self.sizes, "seed": self.seed, "poisons": list(self.poisons)}
+
+
+def _poisons(rng: random.Random, n: int) -> tuple[int, ...]:
+    """A quiet-NaN pattern, then a large finite pattern: untouched elements show either way."""
+    nan = 0x7FC00000 | rng.getrandbits(22) | (rng.getrandbits(32) << 32)
+    finite = 0x4E6E6B28 ^ rng.getrandbits(16) | (rng.getrandbits(32) << 32)
+    return (nan, finite)[:n]
+
+
+def held_out_sizes(task: CudaTask, rng: random.Random) -> dict[str, int]:
+    """A size never shown to the model: each size perturbed from a check size, within limits."""
+    sizes = {}
+    for name in task.bench:
+        base = rng.choice([c[name] for c in task.checks])
+        value = base + rng.randint(1, max(1, base // 2))
+        step = task.multiple_of.get(name, 1)
+        value = -(-value // step) * step
+        sizes[name] = min(value, max(task.bench[name], base))
+    if sizes in [dict(c) for c in task.checks]:  # rare: fall back to one more than a check size
+        sizes = {k: v + task.multiple_of.get(k, 1) for k, v in sizes.items()}
+    return sizes
+
+
+def plan_trials(task: CudaTask | KernelBenchTask, rng: random.Random,
+                min_trials: int = 5) -> tuple[list[Trial], Trial]:
+    """Trials over at least two shapes, one held out; plus the post-timing trial."""
+    seed = lambda: secrets.randbits(31)  # noqa: E731 - unpredictable to the candidate
+    if isinstance(task, CudaTask):
+        shapes = [dict(c) for c in task.checks]
+        bench: dict[str, int] = dict(task.bench)
+        held = held_out_sizes(task, rng)
+    else:
+        bench, shapes = {}, [{}]
+        batch = task.size_globals.get("batch_size")
+        held = {"batch_size": max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))} if batch else {}
+        if held.get("batch_size") == batch:
+            held = {"batch_size": batch + 1}
+    trials = [Trial(bench, seed(), _poisons(rng, 1))]
+    trials += [Trial(s, seed(), _poisons(rng, 2)) for s in shapes]
+    trials.append(Trial(held, seed(), _poisons(rng, 2), held_out=True))
+    while len(trials) < min_trials:
+        trials.append(Trial(rng.choice(shapes), seed(), _poisons(rng, 2)))
+    return trials, Trial(bench, seed(), _poisons(rng, 1))
+
+
+def _describe(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "as given"
+
+
+def _expected_arrays(task: CudaTask | KernelBenchTask, trial: Trial, header: dict[str, Any],
+                     arrays: list[bytes]) -> list[tuple[str, np.ndarray, str]]:
+    """(name, expected array, native dtype) for each output, from the reference worker."""
+    out = []
+    if isinstance(task, CudaTask):
+        names = [a for a in task.args if a.role in ("out", "inout")]
+        for arg, raw, dtype in zip(names, arrays, header["dtypes"], strict=True):
+            out.append((arg.name, np.frombuffer(raw, dtype=dtype).reshape(task.shape(arg, trial.sizes)),
+                        arg.dtype))
+    else:
+        for i, (raw, meta, native) in enumerate(zip(arrays, header["meta"], header["native"], strict=True)):
+            arr = np.frombuffer(raw, dtype=meta["dtype"]).reshape(meta["shape"])
+            out.append((f"output {i}", arr, native["dtype"]))
+    return out
+
+
+class Verifier:
+    def __init__(self, options: VerifyOptions | None = None, progress: Progress | None = None) -> None:
+        self.options = options or VerifyOptions()
+        self.progress = progress or (lambda _msg: None)
+
+    def _job(self, task: Any, role: str, trials: list[Trial], candidate: dict[str, Any] | None) -> dict[str, Any]:
+        return {"role": role, "task": task.model_dump(), "trials": [t.job() for t in trials],
+                "candidate": candidate, "backend": self.options.backend,
+                "timing_budget_s": self.options.timing_budget_s,
+                "output_bytes": 1 << 24, "limits": {"file_bytes": 1 << 30, "open_files": 1024}}
+
+    def check(self, task: CudaTask | KernelBenchTask,
+              candidate: CudaCandidate | KernelBenchCandidate) -> CheckReport:
+        t0 = time.perf_counter()
+        rng = random.Random(secrets.randbits(64))
+        trials, post = plan_trials(task, rng, self.options.min_trials)
+        base = {"task": task.name, "candidate": candidate.path}
+
+        def report(verdict: str, reason: str, **extra: Any) -> CheckReport:
+            return CheckReport(**base, verdict=verdict, reason=reason,  # type: ignore[arg-type]
+                               wall_ms=(time.perf_counter() - t0) * 1e3, **extra)
+
+        if isinstance(candidate, CudaCandidate):
+            cand_job: dict[str, Any] = {"source": candidate.source,
+                                        "launch": candidate.launch.model_dump() if candidate.launch else None}
+        else:
+            is_self = candidate.path == task.path
+            cand_job = {"path": candidate.path, "class_name": "Model" if is_self else "ModelNew"}
+        device: DeviceInfo | None = None
+        compiled: CompileResult | None = None
+        stage = "reference"
+        try:
+            with Sandbox("reference", self.options.host_memory_bytes) as ref_box, \
+                    Sandbox("candidate", self.options.host_memory_bytes) as cand_box:
+                ref_box.send(self._job(task, "reference", [*trials, post], None))
+                cand_box.send(self._job(task, "candidate", trials, cand_job))
+                self.progress("starting workers")
+                dev, _ = ref_box.receive(self.options.start_timeout_s, "starting the reference worker")
+                device = _device_info(dev)
+                expected = []
+                for i, trial in enumerate([*trials, post]):
+                    self.progress(f"reference outputs {i + 1}/{len(trials) + 1}")
+                    expected.append(ref_box.receive(self._run_timeout(task, trial), f"reference trial at "
+                                                    f"{_describe(trial.sizes)}"))
+                ref_kind = expected[0][0].get("reference") or (
+                    "float64" if isinstance(task, CudaTask) and task.reference_python else "reference kernel")
+                ref_box.kill()
+                stage = "candidate"
+                cand_box.receive(self.options.start_timeout_s, "starting the worker")
+                self.progress("compiling")
+                limit = (self.options.compile_timeout_s if isinstance(task, CudaTask)
+                         else self.options.python_compile_timeout_s)
+                header, _ = cand_box.receive(limit, "compiling")
+                compiled = CompileResult.model_validate(header["result"])
+                if not compiled.ok:
+                    return report("compile_error", f"does not compile: {compiled.first_error}",
+                                  compile=compiled, device=device)
+                results: list[TrialResult] = []
+                for i, trial in enumerate(trials):
+                    self.progress(f"checking {i + 1}/{len(trials)} at {_describe(trial.sizes)}")
+                    outcome = self._trial(task, trial, expected[i], cand_box, "check")
+                    results.append(outcome)
+                    if not outcome.ok:
+                        check = CheckResult(ok=False, reason=outcome.reason, trials=tuple(results),
+                                            reference=ref_kind)
+                        return report("wrong", outcome.reason, compile=compiled, check=check, device=device)
+                self.progress("timing")
+                timing, post_result, verdict = self._time(task, cand_box, post, expected[-1], device)
+                results.append(post_result)
+                shapes = {tuple(sorted(t.sizes.items())) for t in results}
+                ok = post_result.ok and verdict == ""
+                reason = (post_result.reason or verdict) if not ok else (
+                    f"{len(results)} trials over {len(shapes)} shapes (one held out), against the "
+                    f"{ref_kind}")
+                check = CheckResult(ok=post_result.ok, reason=post_result.reason or reason,
+                                    trials=tuple(results), reference=ref_kind)
+                final = "correct" if ok else ("wrong" if not post_result.ok else "implausible")
+                return report(final, reason, compile=compiled, check=check, timing=timing, device=device)
+        except WorkerFailure as failure:
+            if stage == "reference":
+                return report("error", f"the task's reference failed: {failure.reason}", device=device)
+            return report(failure.verdict, failure.reason, compile=compiled, device=device)
+
+    def _run_timeout(self, task: Any, trial: Trial) -> float:
+        return self.options.run_timeout_s if isinstance(task, CudaTask) else self.options.run_timeout_s * 3
+
+    def _trial(self, task: CudaTask | KernelBenchTask, trial: Trial,
+               ref: tuple[dict[str, Any], list[bytes]], box: Sandbox, phase: str) -> TrialResult:
+        ref_header, ref_arrays = ref
+        expected = _expected_arrays(task, trial, ref_header, ref_arrays)
+        runs: list[list[np.ndarray]] = []
+        problem = ""
+        for run in range(len(trial.poisons)):
+            header, arrays = box.receive(self._run_timeout(task, trial),
+                                         f"running at {_describe(trial.sizes)}")
+            if len(arrays) != len(expected):
+                problem = problem or f"returned {len(arrays)} outputs, expected {len(expected)}"
+                continue
+            got = []
+            for j, ((name, exp, native), raw) in enumerate(zip(expected, arrays, strict=True)):
+                if isinstance(task, KernelBenchTask):
+                    meta = header.get("meta", [{}] * len(arrays))[j]
+                    claimed = (meta.get("dtype"), list(meta.get("shape", [])))
+                    want = (native, list(ref_header["native"][j]["shape"]))
+                    if claimed != want:
+                        problem = problem or f"{name} is {claimed[0]} {claimed[1]}, expected {want[0]} {want[1]}"
+                        break
+                if len(raw) != exp.size * np.dtype(native).itemsize:
+                    problem = problem or f"{name} has the wrong size"
+                    break
+                got.append(np.frombuffer(raw, dtype=native).reshape(exp.shape))
+            runs.append(got)
+            if header.get("checksums") != ref_header.get("checksums") and not problem:
+                changed = _changed_input(task, header.get("checksums"), ref_header.get("checksums"))
+                problem = f"input modified: {changed} differs after the call"
+        sizes = trial.sizes
+        if problem:
+            return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=problem)  # type: ignore[arg-type]
+        atol_rtol = {}
+        worst_abs, worst_rel = 0.0, 0.0
+        for j, (name, exp, native) in enumerate(expected):
+            per_run = [r[j] for r in runs]
+            if isinstance(task, CudaTask):
+                role = next(a.role for a in task.args if a.name == name)
+                if role == "out":
+                    reason = correctness.unwritten(name, per_run, list(trial.poisons))
+                    if reason:
+                        return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=reason)  # type: ignore[arg-type]
+                atol, rtol = correctness.tolerance(native, task.atol, task.rtol)
+            else:
+                atol, rtol = correctness.tolerance(native, None, None)
+                atol, rtol = max(atol, 1e-4), max(rtol, 1e-4)  # library kernels reorder sums
+            atol_rtol[name] = (atol, rtol)
+            for out in per_run:
+                outcome = correctness.compare(name, out, exp, atol, rtol)
+                if not outcome.ok:
+                    return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False,  # type: ignore[arg-type]
+                                       reason=outcome.reason, max_abs_err=outcome.max_abs_err,
+                                       max_rel_err=outcome.max_rel_err)
+                worst_abs = max(worst_abs, outcome.max_abs_err or 0.0)
+                worst_rel = max(worst_rel, outcome.max_rel_err or 0.0)
+            if len(per_run) == 2:
+                reason = correctness.runs_agree(name, per_run[0], per_run[1], atol, rtol)
+                if reason:
+                    return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=reason)  # type: ignore[arg-type]
+        return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=True,  # type: ignore[arg-type]
+                           max_abs_err=worst_abs, max_rel_err=worst_rel)
+
+    def _time(self, task: CudaTask | KernelBenchTask, box: Sandbox, post: Trial,
+              post_expected: tuple[dict[str, Any], list[bytes]], device: DeviceInfo | None,
+              ) -> tuple[TimingResult, TrialResult, str]:
+        n_sets = _input_sets(task, self.options.input_set_bytes)
+        seeds = [secrets.randbits(31) for _ in range(n_sets)]
+        before = nvml.clock_sample()
+        box.send({"cmd": "time", "seeds": seeds, "post_trial": post.job()})
+        sent = time.perf_counter()
+        header, _ = box.receive(self.options.timing_timeout_s, "timing")
+        wall_ms = (time.perf_counter() - sent) * 1e3
+        after = nvml.clock_sample()
+        post_result = self._trial(task, post, post_expected, box, "post-timing")
+        ref_ms, cand_ms = _floats(header, "ref_ms"), _floats(header, "cand_ms")
+        problems = [host_clock_problem(ref_ms, _floats(header, "ref_host_ms")),
+                    host_clock_problem(cand_ms, _floats(header, "cand_host_ms"))]
+        if sum(ref_ms) + sum(cand_ms) > wall_ms * 1.02:
+            problems.append(f"timing inconsistent with host clock: {sum(ref_ms) + sum(cand_ms):.1f} ms "
+                            f"of samples in {wall_ms:.1f} ms")
+        ratio, ratio_iqr = speedup(ref_ms, cand_ms)
+        floor = None
+        if isinstance(task, CudaTask) and device is not None:
+            rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None
+            rflops = expr.evaluate(task.roofline_flops, task.bench) if task.roofline_flops else None
+            floor = roofline_floor_ms(rbytes, rflops, device.peak_dram_gbps, device.peak_fp32_tflops)
+        cand = summarize(cand_ms)
+        notes = []
+        if floor is not None and cand.median_ms < 0.9 * floor:
+            problems.append(f"implausible: {cand.median_ms:.4f} ms is below the roofline floor "
+                            f"{floor:.4f} ms for this much data")
+        for sample in (before, after):
+            if sample and set(sample.throttle_reasons) - {"gpu_idle", "applications_clocks_setting"}:
+                notes.append("clocks held down during timing: " + ", ".join(sample.throttle_reasons))
+                break
+        timing = TimingResult(
+            reference=summarize(ref_ms), candidate=cand, speedup=ratio, speedup_iqr=ratio_iqr,
+            rounds=int(header.get("rounds", len(ref_ms))), input_sets=n_sets,
+            l2_flush_bytes=int(header.get("l2_flush_bytes", 0)), floor_ms=floor,
+            clocks_before=before, clocks_after=after, notes=tuple(notes),
+        )
+        return timing, post_result, next((p for p in problems if p), "")
+
+
+def _floats(header: dict[str, Any], key: str) -> list[float]:
+    values = header.get(key)
+    if not isinstance(values, list) or not values or not all(isinstance(v, int | float) for v in values):
+        raise WorkerFailure("crashed", f"worker sent no valid {key}")
+    return [float(v) for v in values]
+
+
+def _changed_input(task: Any, got: Any, want: Any) -> str:
+    if isinstance(got, dict) and isinstance(want, dict):
+        names = [k for k in want if got.get(k) != want[k]]
+        return ", ".join(f"'{n}'" for n in names) or "an input"
+    if isinstance(got, list) and isinstance(want, list):
+        idx = [str(i) for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w]
+        return "input " + ", ".join(idx) if idx else "an input"
+    return "an input"
+
+
+def _input_sets(task: CudaTask | KernelBenchTask, budget: int) -> int:
+    if not isinstance(task, CudaTask):
+        return 2
+    per_set = sum(int(np.prod(task.shape(a, task.bench))) * np.dtype(a.dtype).itemsize
+                  for a in task.args if a.role != "scalar")
+    return int(min(4, max(2, budget // max(per_set, 1))))
+
+
+def _device_info(header: dict[str, Any]) -> DeviceInfo:
+    try:
+        return nvml.device_info(header.get("pci_bus_id"), header.get("sm_count"), header.get("l2_bytes"))
+    except NoGpuError:
+        return DeviceInfo(name="unknown", arch="sm_" + str(header.get("cc", "")), driver_version="",
+                          memory_total_bytes=0, sm_count=header.get("sm_count"),
+                          l2_bytes=header.get("l2_bytes"))

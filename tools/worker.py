@@ -1,0 +1,315 @@
+"""The sandboxed worker: `python -m kernelwright.tools.worker`, one process per candidate.
+
+It reads one job from the controller, compiles, runs the trials and the timing rounds, and sends
+raw outputs and raw samples back. It never sees expected outputs and never decides a verdict:
+the controller does both. Anything the kernel or its Python glue prints lands in the worker's
+log, not on the result channel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .protocol import FrameReader, write_message
+
+
+def _harden(limits: dict[str, int]) -> list[str]:
+    """Limits the worker puts on itself before any task or candidate code is loaded."""
+    notes = []
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    fsize = limits.get("file_bytes", 1 << 30)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    nofile = limits.get("open_files", 1024)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    if limits.get("no_network", 1):
+        try:  # a private network namespace with no interfaces: works as root or with userns
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
+                notes.append("network: isolated")
+        except OSError:
+            pass
+    return notes
+
+
+def _device() -> dict[str, Any]:
+    import cupy
+
+    dev = cupy.cuda.Device()
+    attrs = dev.attributes
+    return {"type": "device", "pci_bus_id": dev.pci_bus_id, "cc": dev.compute_capability,
+            "sm_count": attrs["MultiProcessorCount"], "l2_bytes": attrs["L2CacheSize"]}
+
+
+def _task(job: dict[str, Any]) -> Any:
+    from .kernelbench import KernelBenchTask
+    from .spec import CudaTask
+
+    raw = job["task"]
+    return CudaTask.model_validate(raw) if raw["kind"] == "cuda" else KernelBenchTask.model_validate(raw)
+
+
+class Worker:
+    def __init__(self, reader: FrameReader, out_fd: int, job: dict[str, Any], scratch: Path) -> None:
+        self.reader, self.out_fd, self.job, self.scratch = reader, out_fd, job, scratch
+        self.task = _task(job)
+
+    def send(self, header: dict[str, Any], arrays: list[Any] = ()) -> None:  # type: ignore[assignment]
+        write_message(self.out_fd, header, arrays)
+
+    def sync(self) -> None:
+        import cupy
+
+        cupy.cuda.runtime.deviceSynchronize()
+
+    # --- CUDA tasks -------------------------------------------------------------------------
+    def cuda_reference(self) -> None:
+        import cupy
+
+        from .runners import CudaRunner, checksum, load_module
+
+        task = self.task
+        arch = "sm_" + self.job["device"]["cc"]
+        runner = CudaRunner(task, task.source, None, self.scratch, self.job["backend"], arch, "reference")
+        if not runner.compile_result.ok:
+            self.send({"type": "error", "error": "the task's own kernel does not compile: "
+                       + runner.compile_result.first_error})
+            return
+        ref_fn = None
+        if task.reference_python:
+            file, func = task.reference_python.rsplit(":", 1)
+            ref_fn = getattr(load_module(file, "kw_reference"), func)
+        for i, trial in enumerate(self.job["trials"]):
+            sizes, seed = trial["sizes"], trial["seed"]
+            ins = runner.inputs(sizes, seed)
+            sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
+            expected, dtypes = [], []
+            if ref_fn is not None:
+                kwargs: dict[str, Any] = {}
+                for a in task.args:
+                    if a.role == "scalar":
+                        from . import expr
+
+                        kwargs[a.name] = expr.evaluate(a.value, sizes)
+                    else:
+                        x = ins.get(a.name)
+                        if x is None:
+                            continue
+                        kwargs[a.name] = x.astype(cupy.float64) if x.dtype.kind == "f" else x.copy()
+                result = ref_fn(cupy, **kwargs)
+                for a in task.args:
+                    if a.role in ("out", "inout"):
+                        want = task.shape(a, sizes)
+                        big = int(cupy.prod(cupy.asarray(want))) > (16 << 20)
+                        dt = cupy.float64 if a.dtype.startswith("float") and not big else a.dtype
+                        arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
+                        if tuple(arr.shape) != want:
+                            raise ValueError(f"reference() returned {a.name} with shape "
+                                             f"{tuple(arr.shape)}, expected {want}")
+                        expected.append(arr.get().tobytes())
+                        dtypes.append(str(arr.dtype))
+            else:
+                arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
+                runner.launch(arrays, sizes)
+                self.sync()
+                for a in task.args:
+                    if a.role in ("out", "inout"):
+                        expected.append(arrays[a.name].get().tobytes())
+                        dtypes.append(a.dtype)
+            self.send({"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected)
+
+    def cuda_candidate(self) -> None:
+        from .runners import CudaRunner, checksum
+        from .spec import LaunchSpec
+
+        task = self.task
+        arch = "sm_" + self.job["device"]["cc"]
+        cand = self.job["candidate"]
+        launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
+        runner = CudaRunner(task, cand["source"], launch, self.scratch, self.job["backend"], arch,
+                            "candidate")
+        self.send({"type": "compiled", "result": runner.compile_result.model_dump()})
+        if not runner.compile_result.ok:
+            return
+
+        def trial_run(label: Any, trial: dict[str, Any]) -> None:
+            for run, poison in enumerate(trial["poisons"]):
+                sizes = trial["sizes"]
+                ins = runner.inputs(sizes, trial["seed"])
+                arrays = {**ins, **runner.outputs(sizes, poison)}
+                runner.launch(arrays, sizes)
+                self.sync()
+                sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
+                outs = [arrays[a.name].get().tobytes() for a in task.args if a.role in ("out", "inout")]
+                self.send({"type": "outputs", "trial": label, "run": run, "checksums": sums}, outs)
+
+        for i, trial in enumerate(self.job["trials"]):
+            trial_run(i, trial)
+        command, _ = self.reader.read_message(time.monotonic() + 3600)
+        if command.get("cmd") != "time":
+            return
+        ref = CudaRunner(task, task.source, None, self.scratch, self.job["backend"], arch, "reference")
+        bench = task.bench
+        sets = [{**ref.inputs(bench, s), **ref.outputs(bench, 0)} for s in command["seeds"]]
+
+        def run_ref(k: int) -> None:
+            ref.launch(sets[k], bench)
+
+        def run_cand(k: int) -> None:
+            runner.launch(sets[k], bench)
+
+        self.timing(run_ref, run_cand, len(sets))
+        del sets
+        trial_run("post", command["post_trial"])
+
+    def cuda_profile(self) -> None:
+        """One launch at the bench size, for Nsight Compute to profile."""
+        from .runners import CudaRunner
+        from .spec import LaunchSpec
+
+        cand = self.job["candidate"]
+        launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
+        runner = CudaRunner(self.task, cand["source"], launch, self.scratch, self.job["backend"],
+                            "sm_" + self.job["device"]["cc"], "candidate")
+        self.send({"type": "compiled", "result": runner.compile_result.model_dump()})
+        if runner.compile_result.ok:
+            sizes = self.task.bench
+            arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
+            runner.launch(arrays, sizes)
+            self.sync()
+
+    def timing(self, ref: Any, cand: Any, n_sets: int) -> None:
+        from .timing import measure
+
+        t0 = time.perf_counter()
+        raw = measure(ref, cand, n_sets, self.job["device"]["l2_bytes"],
+                      budget_s=self.job.get("timing_budget_s", 0.6))
+        self.send({"type": "timing", **raw, "wall_ms": (time.perf_counter() - t0) * 1e3,
+                   "input_sets": n_sets})
+
+    # --- KernelBench problems -------------------------------------------------------------------
+    def _outputs(self, out: Any) -> tuple[list[bytes], list[dict[str, Any]]]:
+        import torch
+
+        outs = out if isinstance(out, tuple | list) else (out,)
+        arrays, meta = [], []
+        for o in outs:
+            if type(o) is not torch.Tensor:
+                raise TypeError(f"forward() returned {type(o).__name__}, not a torch.Tensor")
+            arrays.append(o.detach().contiguous().cpu().numpy().tobytes())
+            meta.append({"dtype": str(o.dtype).replace("torch.", ""), "shape": list(o.shape)})
+        return arrays, meta
+
+    def torch_reference(self) -> None:
+        import torch
+
+        from .runners import TorchRunner
+
+        runner = TorchRunner(self.task.path, None, "Model")
+        with torch.no_grad():
+            for i, trial in enumerate(self.job["trials"]):
+                sizes, seed = trial["sizes"], trial["seed"]
+                inputs = runner.inputs(seed, sizes)
+                sums = runner.input_digest(inputs)
+                native = runner.build(seed, sizes)(*inputs)
+                _, native_meta = self._outputs(native)
+                precision = "pytorch eager"
+                try:
+                    model64 = runner.build(seed, sizes, float64=True)
+                    ins64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point()
+                             else x for x in inputs]
+                    out = model64(*ins64)
+                    precision = "pytorch eager float64"
+                except (RuntimeError, TypeError):
+                    out = native
+                arrays, meta = self._outputs(out)
+                self.send({"type": "expected", "trial": i, "checksums": sums, "meta": meta,
+                           "native": native_meta, "reference": precision}, arrays)
+
+    def torch_candidate(self) -> None:
+        import torch
+
+        from .runners import TorchRunner
+
+        cand = self.job["candidate"]
+        t0 = time.perf_counter()
+        try:
+            runner = TorchRunner(self.task.path, cand["path"], cand.get("class_name", "ModelNew"))
+            runner.build(0, {})
+            result = {"ok": True, "log": ""}
+        except Exception as exc:
+            result = {"ok": False, "log": "".join(traceback.format_exception_only(exc)).strip()}
+        self.send({"type": "compiled", "result": {**result, "backend": "python", "arch": "",
+                                                  "duration_ms": (time.perf_counter() - t0) * 1e3}})
+        if not result["ok"]:
+            return
+        out_bytes = self.job.get("output_bytes", 1 << 24)
+
+        def trial_run(label: Any, trial: dict[str, Any]) -> None:
+            sizes, seed = trial["sizes"], trial["seed"]
+            with torch.no_grad():
+                model = runner.build(seed, sizes)
+                for run, _ in enumerate(trial["poisons"]):
+                    inputs = runner.inputs(seed, sizes)
+                    runner.poison_allocator(4 * out_bytes)
+                    out = model(*inputs)
+                    self.sync()
+                    arrays, meta = self._outputs(out)
+                    self.send({"type": "outputs", "trial": label, "run": run, "meta": meta,
+                               "checksums": runner.input_digest(inputs)}, arrays)
+
+        for i, trial in enumerate(self.job["trials"]):
+            trial_run(i, trial)
+        command, _ = self.reader.read_message(time.monotonic() + 3600)
+        if command.get("cmd") != "time":
+            return
+        ref_runner = TorchRunner(self.task.path, None, "Model")
+        seed = command["seeds"][0]
+        with torch.no_grad():
+            ref_model, cand_model = ref_runner.build(seed, {}), runner.build(seed, {})
+            sets = [runner.inputs(s, {}) for s in command["seeds"]]
+            self.timing(lambda k: ref_model(*sets[k]), lambda k: cand_model(*sets[k]), len(sets))
+            del sets
+        trial_run("post", command["post_trial"])
+
+
+def main() -> None:
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
+    reader = FrameReader(proto_in)
+    try:
+        job, _ = reader.read_message(time.monotonic() + 60)
+        notes = _harden(job.get("limits", {}))
+        write_message(proto_out, {**_device(), "notes": notes})
+        job["device"] = {**_device(), **job.get("device", {})}
+        worker = Worker(reader, proto_out, job, Path.cwd())
+        kind, role = worker.task.kind, job["role"]
+        if kind == "cuda" and role == "profile":
+            worker.cuda_profile()
+        elif kind == "cuda":
+            worker.cuda_reference() if role == "reference" else worker.cuda_candidate()
+        else:
+            worker.torch_reference() if role == "reference" else worker.torch_candidate()
+        write_message(proto_out, {"type": "done"})
+    except BaseException as exc:
+        text = "".join(traceback.format_exception_only(exc)).strip()
+        traceback.print_exc()
+        try:
+            write_message(proto_out, {"type": "error", "error": text[-2000:]})
+        except OSError:
+            pass
+    finally:
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
