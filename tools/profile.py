@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import shutil
-import subprocess
 import sys
 
 from . import ncu
@@ -22,29 +22,22 @@ def profile(task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelB
     if shutil.which("ncu") is None:
         return ProfileResult(available=False, reason="profiling unavailable: ncu not found on PATH "
                              "(install Nsight Compute)")
-    box = Sandbox("profile")
-    log = box.scratch / "ncu.csv"
-    box.command = [*ncu.command(task.entry, str(log)), sys.executable, "-m",
-                   "kernelwright.tools.worker"]
+    box = Sandbox("profile", channel=False)
+    log, job_file = box.scratch / "ncu.csv", box.scratch / "job.json"
     job = {"role": "profile", "task": task.model_dump(), "trials": [], "backend": backend,
            "candidate": {"source": candidate.source,
                          "launch": candidate.launch.model_dump() if candidate.launch else None}}
+    job_file.write_text(json.dumps(job))
+    box.command = [*ncu.command(task.entry, str(log)), sys.executable, "-m",
+                   "kernelwright.tools.worker", "--job", str(job_file)]
     with box:
         try:
-            box.send(job)
-            box.receive(timeout_s, "starting the profiler")
-            header, _ = box.receive(timeout_s, "compiling")
-            if not header["result"]["ok"]:
-                return ProfileResult(available=False, reason="profiling unavailable: the kernel "
-                                     "does not compile")
-            box.receive(timeout_s, "profiling")
-            if box.proc is not None:
-                box.proc.wait(timeout=timeout_s)
+            box.wait(timeout_s, "profiling")
             failure = None
-        except (WorkerFailure, subprocess.TimeoutExpired) as exc:
+        except WorkerFailure as exc:
             failure = exc
         text = log.read_text(errors="replace") if log.is_file() else ""
         parsed = ncu.parse(text + "\n" + box.log_tail(20))
-    if failure is not None and parsed.available is False and parsed.reason.endswith("no metrics"):
-        return ProfileResult(available=False, reason=f"profiling unavailable: {failure}")
+    if failure is not None and not parsed.available:
+        return ProfileResult(available=False, reason=f"profiling unavailable: {failure.reason}")
     return parsed

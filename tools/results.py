@@ -48,9 +48,8 @@ class CheckResult(Result):
     ok: bool
     reason: str
     trials: tuple[TrialResult, ...] = ()
-    reference: Literal["float64", "reference kernel", "pytorch eager", "pytorch eager float64"] = (
-        "reference kernel"
-    )
+    reference: Literal["float64 reference", "reference kernel", "PyTorch eager",
+                       "PyTorch eager in float64"] = "reference kernel"
 
 
 class KernelTiming(Result):
@@ -124,6 +123,7 @@ class CheckReport(Result):
     profile: ProfileResult | None = None
     device: DeviceInfo | None = None
     wall_ms: float = 0.0
+    phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...
 
     @property
     def ok(self) -> bool:

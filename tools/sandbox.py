@@ -4,6 +4,8 @@ process group on any breach. The controller never imports what the worker runs."
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -20,6 +22,9 @@ from .protocol import FrameReader, FrameTimeout, ProtocolError, write_message
 _KEEP = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
          "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "LANG", "LC_ALL", "NCCL_NVLS_ENABLE",
          "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST")
+
+
+_F_SETPIPE_SZ = 1031
 
 
 class WorkerFailure(Exception):
@@ -47,8 +52,9 @@ class Sandbox:
     """One worker process. Use as a context manager: the process group dies on exit."""
 
     def __init__(self, label: str, host_memory_bytes: int = 16 << 30,
-                 command: list[str] | None = None) -> None:
+                 command: list[str] | None = None, channel: bool = True) -> None:
         self.label = label
+        self.channel = channel  # False: no result channel; the job comes as a file (profiling)
         self.host_memory_bytes = host_memory_bytes
         self.command = command or [sys.executable, "-m", "kernelwright.tools.worker"]
         self.scratch = Path(tempfile.mkdtemp(prefix=f"kw-{label}-"))
@@ -59,14 +65,19 @@ class Sandbox:
     def __enter__(self) -> Sandbox:
         log = open(self.log_path, "wb")
         try:
+            pipe = subprocess.PIPE if self.channel else subprocess.DEVNULL
             self.proc = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                self.command, stdin=pipe, stdout=pipe if self.channel else log, stderr=log,
                 cwd=self.scratch, env=scrubbed_env(self.scratch), close_fds=True,
                 start_new_session=True,
             )
         finally:
             log.close()
+        if not self.channel:
+            return self
         assert self.proc.stdout is not None
+        with contextlib.suppress(OSError):  # 1 MiB pipe: large outputs cross in fewer wake-ups
+            fcntl.fcntl(self.proc.stdout.fileno(), _F_SETPIPE_SZ, 1 << 20)
         self.reader = FrameReader(self.proc.stdout.fileno())
         return self
 
@@ -96,6 +107,18 @@ class Sandbox:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+    def wait(self, timeout_s: float, phase: str) -> int:
+        """Wait for a worker without a channel to exit; kill it past the deadline."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout_s
+        while self.proc.poll() is None:
+            if time.monotonic() > deadline:
+                self.kill()
+                raise WorkerFailure("timeout", f"killed after {timeout_s:.0f} s ({phase})")
+            self._watch()
+            time.sleep(0.05)
+        return self.proc.returncode
 
     def send(self, header: dict[str, Any]) -> None:
         assert self.proc is not None and self.proc.stdin is not None

@@ -141,9 +141,18 @@ class Verifier:
         trials, post = plan_trials(task, rng, self.options.min_trials)
         base = {"task": task.name, "candidate": candidate.path}
 
+        phases: dict[str, float] = {}
+        mark = [t0]
+
+        def lap(name: str) -> None:
+            now = time.perf_counter()
+            phases[name] = phases.get(name, 0.0) + (now - mark[0]) * 1e3
+            mark[0] = now
+
         def report(verdict: str, reason: str, **extra: Any) -> CheckReport:
+            lap("report")
             return CheckReport(**base, verdict=verdict, reason=reason,  # type: ignore[arg-type]
-                               wall_ms=(time.perf_counter() - t0) * 1e3, **extra)
+                               wall_ms=(time.perf_counter() - t0) * 1e3, phase_ms=phases, **extra)
 
         if isinstance(candidate, CudaCandidate):
             cand_job: dict[str, Any] = {"source": candidate.source,
@@ -162,14 +171,17 @@ class Verifier:
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(self.options.start_timeout_s, "starting the reference worker")
                 device = _device_info(dev)
+                lap("start")
                 expected = []
                 for i, trial in enumerate([*trials, post]):
                     self.progress(f"reference outputs {i + 1}/{len(trials) + 1}")
                     expected.append(ref_box.receive(self._run_timeout(task, trial), f"reference trial at "
                                                     f"{_describe(trial.sizes)}"))
                 ref_kind = expected[0][0].get("reference") or (
-                    "float64" if isinstance(task, CudaTask) and task.reference_python else "reference kernel")
+                    "float64 reference" if isinstance(task, CudaTask) and task.reference_python
+                    else "reference kernel")
                 ref_box.kill()
+                lap("reference")
                 stage = "candidate"
                 cand_box.receive(self.options.start_timeout_s, "starting the worker")
                 self.progress("compiling")
@@ -177,6 +189,7 @@ class Verifier:
                          else self.options.python_compile_timeout_s)
                 header, _ = cand_box.receive(limit, "compiling")
                 compiled = CompileResult.model_validate(header["result"])
+                lap("compile")
                 if not compiled.ok:
                     return report("compile_error", f"does not compile: {compiled.first_error}",
                                   compile=compiled, device=device)
@@ -189,8 +202,10 @@ class Verifier:
                         check = CheckResult(ok=False, reason=outcome.reason, trials=tuple(results),
                                             reference=ref_kind)
                         return report("wrong", outcome.reason, compile=compiled, check=check, device=device)
+                lap("trials")
                 self.progress("timing")
                 timing, post_result, verdict = self._time(task, cand_box, post, expected[-1], device)
+                lap("timing")
                 results.append(post_result)
                 shapes = {tuple(sorted(t.sizes.items())) for t in results}
                 ok = post_result.ok and verdict == ""

@@ -1,0 +1,46 @@
+"""The verifier on a real GPU: every example's reference, faster and wrong candidate."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelwright.tools.task import load_candidate, load_task, reference_candidate
+from kernelwright.tools.verify import Verifier
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.gpu
+TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return Verifier()
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_reference_against_itself_reads_one(verifier: Verifier, name: str) -> None:
+    task = load_task(EXAMPLES / name)
+    report = verifier.check(task, reference_candidate(task))
+    assert report.verdict == "correct", report.reason
+    assert report.check is not None and report.check.reference == "float64 reference"
+    assert len(report.check.trials) >= 6
+    assert sum(t.held_out for t in report.check.trials) == 1
+    assert report.timing is not None
+    assert 0.98 <= report.timing.speedup <= 1.02, report.timing
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_hand_written_faster_kernel_is_verified_faster(verifier: Verifier, name: str) -> None:
+    task = load_task(EXAMPLES / name)
+    report = verifier.check(task, load_candidate(task, EXAMPLES / name / "candidates" / "faster.cu"))
+    assert report.verdict == "correct", report.reason
+    assert report.timing is not None and report.timing.speedup > 1.05, report.timing
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_wrong_kernel_is_rejected_with_a_reason(verifier: Verifier, name: str) -> None:
+    task = load_task(EXAMPLES / name)
+    report = verifier.check(task, load_candidate(task, EXAMPLES / name / "candidates" / "wrong.cu"))
+    assert report.verdict == "wrong"
+    assert report.reason.startswith("output '"), report.reason
+    assert report.timing is None  # a wrong kernel is never timed
