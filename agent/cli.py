@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from kernelwright.tools.errors import KernelwrightError, NoGpuError, TaskError
+from kernelwright.tools.errors import KernelwrightError, NoGpuError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
 from .settings import load
+
+class Backend(str, Enum):
+    nvrtc = "nvrtc"
+    nvcc = "nvcc"
+
 
 app = typer.Typer(name="kernelwright", add_completion=False, no_args_is_help=True,
                   help="Make CUDA kernels faster on your own GPU.")
@@ -72,13 +78,13 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report as JSON.")] = False,
     profile: Annotated[bool, typer.Option("--profile/--no-profile",
                                           help="Profile with Nsight Compute for the bottleneck.")] = True,
-    backend: Annotated[str | None, typer.Option(help="Compiler: nvrtc (default) or nvcc.")] = None,
+    backend: Annotated[Backend | None, typer.Option(help="Compiler (default: nvrtc).")] = None,
 ) -> None:
     """Verify and time CANDIDATE against TASK's reference (the reference against itself if omitted)."""
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
     from kernelwright.tools.verify import Verifier, VerifyOptions
 
-    settings = load(compile_backend=backend)
+    settings = load(compile_backend=backend.value if backend else None)
     loaded = load_task(task)
     cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
     _require_gpu()
@@ -154,20 +160,10 @@ def _fail(message: str) -> None:
 
 
 def main() -> None:
+    """Entry point: the app's own exit codes, and one line for our errors."""
     try:
-        app(standalone_mode=False)
+        app()  # standalone: typer prints usage errors and exits with their codes
     except NoGpuError as exc:
         _fail(str(exc))
-    except (TaskError, KernelwrightError) as exc:
+    except KernelwrightError as exc:
         _fail(str(exc))
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise

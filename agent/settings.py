@@ -4,17 +4,20 @@ variables, then command-line flags. The only module that reads the environment o
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from kernelwright.tools.errors import KernelwrightError
 
 APP = "kernelwright"
 
@@ -49,6 +52,18 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, config_file()))
 
 
+class SettingsError(KernelwrightError):
+    """A setting has a bad value or the config file cannot be read."""
+
+
 def load(**overrides: object) -> Settings:
     """Settings with the flags a user gave (None means not given)."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(x) for x in first["loc"])
+        raise SettingsError(f"setting {field!r}: {first['msg']} (flag, KERNELWRIGHT_"
+                            f"{field.upper()} or {config_file()})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{config_file()}: not valid TOML: {exc}") from None

@@ -84,7 +84,7 @@ def parse_ptxas_report(log: str, entry: str) -> dict[str, int]:
 def _result(ok: bool, backend: str, arch: str, start: float, log: str, entry: str) -> CompileResult:
     return CompileResult(
         ok=ok, backend=backend, arch=arch, duration_ms=(time.perf_counter() - start) * 1e3,  # type: ignore[arg-type]
-        log=log.strip(), **(parse_ptxas_report(log, entry) if ok else {}),
+        log=log.replace("\x00", "").strip(), **(parse_ptxas_report(log, entry) if ok else {}),
     )
 
 

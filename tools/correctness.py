@@ -80,6 +80,7 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
         err[np.isnan(err)] = np.inf
         rel = err / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
         bad = ~(err <= atol + rtol * np.abs(e))
+        bad |= np.isinf(e) & (g != e)  # an infinite bound would accept anything
     max_abs = float(err.max()) if err.size else 0.0
     max_rel = float(rel.max()) if rel.size else 0.0
     if bad.any():

@@ -84,13 +84,23 @@ def evaluate(text: str | int | float, env: Mapping[str, int | float]) -> float:
             value = ev(node.operand)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Pow) and (abs(right) > 64 or abs(left) > 2**32):
+                raise ExprError(f"{left} ** {right} is too large")
             try:
-                return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+                return _BINOPS[type(node.op)](left, right)
             except ZeroDivisionError:
                 raise ExprError("division by zero") from None
+            except OverflowError:
+                raise ExprError("number too large") from None
         if isinstance(node, ast.Call):
             assert isinstance(node.func, ast.Name)
-            return _FUNCS[node.func.id](*(ev(a) for a in node.args))
+            try:
+                return _FUNCS[node.func.id](*(ev(a) for a in node.args))
+            except ZeroDivisionError:
+                raise ExprError(f"{node.func.id}(): division by zero") from None
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ExprError(f"{node.func.id}(): {exc}") from None
         raise ExprError(f"{type(node).__name__} is not allowed")
 
     return ev(tree)

@@ -1,4 +1,4 @@
-"""Frames between the controller and a worker: a 4-byte length, then JSON or raw bytes.
+"""Frames between the controller and a worker: an 8-byte length, then JSON or raw bytes.
 
 Nothing a worker sends is unpickled or evaluated: headers are JSON, arrays are raw bytes whose
 dtype and shape the controller already knows, and every frame's size is capped.
@@ -26,8 +26,9 @@ class FrameTimeout(Exception):
 
 
 def write_frame(fd: int, payload: bytes | memoryview) -> None:
-    _write_all(fd, memoryview(struct.pack(">Q", len(payload))))
-    _write_all(fd, memoryview(payload))
+    view = memoryview(payload).cast("B")
+    _write_all(fd, memoryview(struct.pack(">Q", view.nbytes)))
+    _write_all(fd, view)
 
 
 def _write_all(fd: int, data: memoryview) -> None:
@@ -37,7 +38,7 @@ def _write_all(fd: int, data: memoryview) -> None:
 
 
 def write_message(fd: int, header: dict[str, Any], arrays: Sequence[bytes | memoryview] = ()) -> None:
-    header = {**header, "arrays": [len(a) for a in arrays]}
+    header = {**header, "arrays": [memoryview(a).nbytes for a in arrays]}
     write_frame(fd, json.dumps(header).encode())
     for a in arrays:
         write_frame(fd, a)

@@ -151,7 +151,7 @@ class Sandbox:
         if self._rss_bytes() > self.host_memory_bytes:
             self.kill()
             raise WorkerFailure("crashed", f"killed: host memory above "
-                                f"{self.host_memory_bytes / (1 << 30):.0f} GiB")
+                                f"{self.host_memory_bytes / (1 << 20):,.0f} MiB")
 
     def _died(self, phase: str) -> WorkerFailure:
         assert self.proc is not None

@@ -266,13 +266,19 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
         reference_python=reference,
     )
     for i, sizes in enumerate((bench, *checks)):  # every shape and launch must evaluate
+        for arg in args:
+            if arg.role == "scalar":
+                continue
+            try:
+                shape = task.shape(arg, sizes)
+            except expr.ExprError as exc:
+                raise _fail(spec_path, f"args ({arg.name}).shape", f"at size set {i}: {exc}") from None
+            if min(shape) < 1:
+                raise _fail(spec_path, f"args ({arg.name}).shape", f"empty at size set {i}")
         try:
-            for arg in args:
-                if arg.role != "scalar" and min(task.shape(arg, sizes)) < 1:
-                    raise _fail(spec_path, f"args ({arg.name}).shape", f"empty at size set {i}")
             launch.resolve(sizes)
         except expr.ExprError as exc:
-            raise _fail(spec_path, "launch" if "launch" in str(exc) else "args", f"at size set {i}: {exc}") from None
+            raise _fail(spec_path, "launch", f"at size set {i}: {exc}") from None
     return task
 
 

@@ -61,10 +61,10 @@ class Trial:
 
 
 def _poisons(rng: random.Random, n: int) -> tuple[int, ...]:
-    """A quiet-NaN pattern, then a large finite pattern: untouched elements show either way."""
-    nan = 0x7FC00000 | rng.getrandbits(22) | (rng.getrandbits(32) << 32)
-    finite = 0x4E6E6B28 ^ rng.getrandbits(16) | (rng.getrandbits(32) << 32)
-    return (nan, finite)[:n]
+    """A quiet-NaN pattern (at 2, 4 and 8 bytes), then its complement, a large finite number:
+    the two differ at every width, so no correct value can look untouched in both runs."""
+    first = (0x7FF8 << 48) | (rng.getrandbits(16) << 32) | (0x7FC0 << 16) | (0x7E00 | rng.getrandbits(8))
+    return (first, ~first & ((1 << 64) - 1))[:n]
 
 
 def held_out_sizes(task: CudaTask, rng: random.Random) -> dict[str, int]:

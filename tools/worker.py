@@ -120,7 +120,7 @@ class Worker:
                         if tuple(arr.shape) != want:
                             raise ValueError(f"reference() returned {a.name} with shape "
                                              f"{tuple(arr.shape)}, expected {want}")
-                        expected.append(_raw(arr.get())))
+                        expected.append(_raw(arr.get()))
                         dtypes.append(str(arr.dtype))
             else:
                 arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
@@ -128,7 +128,7 @@ class Worker:
                 self.sync()
                 for a in task.args:
                     if a.role in ("out", "inout"):
-                        expected.append(_raw(arrays[a.name].get())))
+                        expected.append(_raw(arrays[a.name].get()))
                         dtypes.append(a.dtype)
             self.send({"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected)
 
@@ -173,7 +173,7 @@ class Worker:
             runner.launch(sets[k], bench)
 
         self.timing(run_ref, run_cand, len(sets))
-        del sets
+        sets.clear()
         trial_run("post", command["post_trial"])
 
     def cuda_profile(self) -> None:
@@ -283,7 +283,7 @@ class Worker:
             ref_model, cand_model = ref_runner.build(seed, {}), runner.build(seed, {})
             sets = [runner.inputs(s, {}) for s in command["seeds"]]
             self.timing(lambda k: ref_model(*sets[k]), lambda k: cand_model(*sets[k]), len(sets))
-            del sets
+            sets.clear()
         trial_run("post", command["post_trial"])
 
 

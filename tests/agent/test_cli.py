@@ -1,0 +1,111 @@
+"""The `kernelwright` command as a user runs it, on a machine without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, HAS_GPU, ROOT
+
+KW = shutil.which("kernelwright")
+pytestmark = pytest.mark.skipif(KW is None, reason="the kernelwright script is not installed")
+no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the message on a machine without a GPU")
+
+
+def kw(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+       ) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
+    base.update(KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
+                KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),
+                KERNELWRIGHT_OLLAMA_BASE_URL="http://127.0.0.1:9", COLUMNS="200", **(env or {}))
+    env = base
+    assert KW is not None
+    return subprocess.run([KW, *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120)
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_missing_task(tmp_path: Path) -> None:
+    line = one_error_line(kw(tmp_path, "check", "missing/path"))
+    assert "missing/path" in line and "no such file" in line
+
+
+@no_gpu
+def test_check_without_gpu(tmp_path: Path) -> None:
+    line = one_error_line(kw(tmp_path, "check", "examples/gelu"))
+    assert "GPU" in line
+
+
+def test_broken_task(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "gelu", tmp_path / "gelu")
+    toml = tmp_path / "gelu" / "gelu.toml"
+    toml.write_text(toml.read_text().replace('dtype = "float32"', 'dtype = "floot32"', 1))
+    line = one_error_line(kw(tmp_path, "check", str(tmp_path / "gelu")))
+    assert str(toml) in line and "args[0] (x).dtype" in line and "floot32" in line
+
+
+def test_candidate_with_wrong_signature(tmp_path: Path) -> None:
+    line = one_error_line(kw(tmp_path, "check", "examples/gelu",
+                             "examples/softmax/candidates/faster.cu"))
+    assert "faster.cu" in line and "gelu" in line
+
+
+def test_doctor_reports_what_is_missing(tmp_path: Path) -> None:
+    proc = kw(tmp_path, "doctor")
+    lines = proc.stdout.splitlines()
+    if not HAS_GPU:
+        assert any(ln.startswith("FAIL GPU") for ln in lines), proc.stdout
+    ollama = next(ln for ln in lines if " Ollama " in ln)
+    assert ollama.startswith("FAIL") and "http://127.0.0.1:9" in ollama
+    assert "fix: start it: ollama serve" in ollama
+    assert any(ln.startswith("ok   memory dir") and str(tmp_path / "data") in ln for ln in lines)
+    assert "not ready" in proc.stdout
+
+
+def test_doctor_json(tmp_path: Path) -> None:
+    report = json.loads(kw(tmp_path, "doctor", "--json").stdout)
+    assert report["ok"] is False  # Ollama is down
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["Ollama"]["ok"] is False and checks["Ollama"]["fix"] == "start it: ollama serve"
+    assert checks["memory dir"]["ok"] is True
+
+
+def test_doctor_exit_code_says_not_ready(tmp_path: Path) -> None:
+    assert kw(tmp_path, "doctor").returncode == 1
+
+
+def test_bad_backend_flag_is_a_usage_error(tmp_path: Path) -> None:
+    proc = kw(tmp_path, "check", "examples/gelu", "--backend", "gcc")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "'gcc' is not one of 'nvrtc', 'nvcc'" in " ".join(proc.stderr.split())
+
+
+def test_bad_backend_setting_is_one_line(tmp_path: Path) -> None:
+    proc = kw(tmp_path, "check", "examples/gelu", env={"KERNELWRIGHT_COMPILE_BACKEND": "gcc"})
+    line = one_error_line(proc)
+    assert "compile_backend" in line
+
+
+def test_version(tmp_path: Path) -> None:
+    proc = kw(tmp_path, "--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == "kernelwright 0.1.0"
+
+
+@pytest.mark.parametrize("args", [(), ("optimise",), ("check",)],
+                         ids=["no-args", "unknown-command", "missing-task"])
+def test_usage_errors_are_short(tmp_path: Path, args: tuple[str, ...]) -> None:
+    proc = kw(tmp_path, *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

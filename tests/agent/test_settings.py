@@ -1,0 +1,62 @@
+"""Settings: defaults < config file < KERNELWRIGHT_* environment < command-line flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kernelwright.agent.settings import load
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("KERNELWRIGHT_"):
+            monkeypatch.delenv(key)
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(config))  # absent file: defaults only
+    return config
+
+
+def test_defaults() -> None:
+    s = load()
+    assert s.model == "qwen2.5-coder:7b"
+    assert s.ollama_base_url == "http://127.0.0.1:11434"
+    assert s.compile_backend == "nvrtc"
+    assert s.run_timeout_s == 20.0
+    assert s.data_dir.name == "kernelwright"
+
+
+def test_config_file_overrides_defaults(clean_env: Path) -> None:
+    clean_env.write_text('model = "from-file"\ncompile_backend = "nvcc"\nrun_timeout_s = 5\n')
+    s = load()
+    assert (s.model, s.compile_backend, s.run_timeout_s) == ("from-file", "nvcc", 5.0)
+    assert s.timing_budget_s == 0.6  # untouched fields keep their defaults
+
+
+def test_env_overrides_file(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clean_env.write_text('model = "from-file"\ncompile_backend = "nvcc"\n')
+    monkeypatch.setenv("KERNELWRIGHT_MODEL", "from-env")
+    monkeypatch.setenv("KERNELWRIGHT_DATA_DIR", "/tmp/kw-data")
+    s = load()
+    assert s.model == "from-env" and s.compile_backend == "nvcc"
+    assert s.data_dir == Path("/tmp/kw-data")
+
+
+def test_flags_override_env_and_none_is_ignored(clean_env: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    clean_env.write_text('compile_backend = "nvcc"\n')
+    monkeypatch.setenv("KERNELWRIGHT_MODEL", "from-env")
+    s = load(model="from-flag", compile_backend=None)
+    assert s.model == "from-flag"
+    assert s.compile_backend == "nvcc"  # None means the flag was not given
+
+
+def test_invalid_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelwright.agent.settings import SettingsError
+
+    monkeypatch.setenv("KERNELWRIGHT_COMPILE_BACKEND", "gcc")
+    with pytest.raises(SettingsError, match="compile_backend.*KERNELWRIGHT_COMPILE_BACKEND"):
+        load()

@@ -1,0 +1,128 @@
+"""Compiling kernels with NVRTC and nvcc (no GPU needed), include vetting, ptxas reports."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from kernelwright.tools.compile import (
+    compile_nvcc,
+    compile_nvrtc,
+    include_problem,
+    parse_ptxas_report,
+)
+
+from tests.conftest import EXAMPLES
+
+TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]
+SOURCES = sorted([EXAMPLES / t / f"{t}.cu" for t in TASKS]
+                 + [p for t in TASKS for p in (EXAMPLES / t / "candidates").glob("*.cu")])
+TRIVIAL = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
+BROKEN = 'extern "C" __global__ void k(float* x)\n{\n    x[0] = undefined_thing;\n}\n'
+
+
+@pytest.fixture(scope="module")
+def nvrtc() -> None:
+    try:
+        result, _ = compile_nvrtc(TRIVIAL, "k", "sm_90")
+    except Exception as exc:
+        pytest.skip(f"NVRTC not usable: {exc}")
+    if not result.ok:
+        pytest.skip(f"NVRTC cannot compile a trivial kernel: {result.first_error}")
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+def _ids(p: Path) -> str:
+    return str(p.relative_to(EXAMPLES))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids)
+def test_nvrtc_compiles_examples(nvrtc: None, path: Path) -> None:
+    entry = path.parent.name if path.parent.name != "candidates" else path.parent.parent.name
+    result, cubin = compile_nvrtc(path.read_text(), entry, "sm_90", path.name)
+    assert result.ok, result.log
+    assert cubin and cubin[:4] == b"\x7fELF"
+    assert result.registers and result.registers > 0
+    assert result.spill_stores_bytes == 0 and result.spill_loads_bytes == 0
+
+
+@needs_nvcc
+@pytest.mark.parametrize("path", SOURCES, ids=_ids)
+def test_nvcc_compiles_examples(path: Path) -> None:
+    entry = path.parent.name if path.parent.name != "candidates" else path.parent.parent.name
+    result, cubin = compile_nvcc(path.read_text(), entry, "sm_90", path.name)
+    assert result.ok, result.log
+    assert cubin and cubin[:4] == b"\x7fELF"
+    assert result.registers and result.registers > 0
+    assert result.spill_stores_bytes == 0 and result.spill_loads_bytes == 0
+
+
+def test_nvrtc_syntax_error(nvrtc: None) -> None:
+    result, cubin = compile_nvrtc(BROKEN, "k", "sm_90")
+    assert not result.ok and cubin is None
+    assert "kernel.cu(3)" in result.first_error and "undefined_thing" in result.first_error
+    assert result.registers is None
+
+
+@needs_nvcc
+def test_nvcc_syntax_error() -> None:
+    result, cubin = compile_nvcc(BROKEN, "k", "sm_90")
+    assert not result.ok and cubin is None
+    assert "kernel.cu(3)" in result.first_error and "undefined_thing" in result.first_error
+    assert "/tmp" not in result.log  # the scratch directory is not shown
+
+
+def test_system_headers_by_name_are_allowed(nvrtc: None) -> None:
+    src = ('#include <cuda_fp16.h>\n'
+           'extern "C" __global__ void h(__half* x) { x[0] = __float2half(1.0f); }')
+    assert include_problem(src) == ""
+    result, _ = compile_nvrtc(src, "h", "sm_90")
+    assert result.ok, result.log
+
+
+@pytest.mark.parametrize("line", ['#include "x.h"', "#include </etc/passwd>", "#include <../x>",
+                                  '  #  include "kernel_secrets.cuh"'])
+def test_dangerous_includes_are_refused_before_compiling(line: str, monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    src = line + "\n" + TRIVIAL
+    assert include_problem(src)
+    monkeypatch.setenv("PATH", "")  # nvcc could not be found: the refusal must come first
+    for compile_fn in (compile_nvrtc, compile_nvcc):
+        result, cubin = compile_fn(src, "k", "sm_90")
+        assert not result.ok and cubin is None
+        assert "#include" in result.first_error and "may be included" in result.first_error
+        assert result.duration_ms < 100
+
+
+# Recorded from nvcc 13 (--resource-usage) with a __noinline__ device function; big's spill
+# numbers are edited to be non-zero.
+PTXAS_LOG = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'big' for 'sm_90'
+ptxas info    : Function properties for big
+    256 bytes stack frame, 40 bytes spill stores, 48 bytes spill loads
+ptxas info    : Used 64 registers, used 1 barriers, 256 bytes cumulative stack size, 1024 bytes smem
+ptxas info    : Compile time = 25.676 ms
+ptxas info    : Function properties for _Z3devPfi
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Compiling entry function 'small' for 'sm_90'
+ptxas info    : Function properties for small
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 8 registers, used 0 barriers
+ptxas info    : Compile time = 0.895 ms
+"""
+
+
+def test_parse_ptxas_report_picks_the_entry() -> None:
+    assert parse_ptxas_report(PTXAS_LOG, "big") == {
+        "local_mem_bytes": 256, "spill_stores_bytes": 40, "spill_loads_bytes": 48,
+        "registers": 64, "shared_mem_bytes": 1024,
+    }
+    assert parse_ptxas_report(PTXAS_LOG, "small") == {
+        "local_mem_bytes": 0, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
+        "registers": 8, "shared_mem_bytes": 0,
+    }
+    assert parse_ptxas_report(PTXAS_LOG, "missing") == {}

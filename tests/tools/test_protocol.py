@@ -1,0 +1,103 @@
+"""Frames between controller and worker over a real pipe."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from kernelwright.tools.protocol import (
+    FrameReader,
+    FrameTimeout,
+    ProtocolError,
+    write_frame,
+    write_message,
+)
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    r, w = os.pipe()
+    yield r, w
+    for fd in (r, w):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _soon(seconds: float = 5.0) -> float:
+    return time.monotonic() + seconds
+
+
+def test_messages_round_trip(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    big = np.random.default_rng(0).standard_normal(5 * (1 << 20) // 8)  # a 5 MB frame
+    small = np.arange(7, dtype=np.int32)
+
+    def send() -> None:
+        arrays = [big.tobytes(), b"", memoryview(small).cast("B")]  # as the worker sends them
+        write_message(w, {"type": "outputs", "trial": 1, "note": "ünïcode"}, arrays)
+        write_message(w, {"type": "done"})
+
+    writer = threading.Thread(target=send)
+    writer.start()  # the pipe holds 64 KiB: the writer blocks until the reader drains it
+    reader = FrameReader(r)
+    header, arrays = reader.read_message(_soon())
+    assert header == {"type": "outputs", "trial": 1, "note": "ünïcode",
+                      "arrays": [big.nbytes, 0, small.nbytes]}
+    assert np.array_equal(np.frombuffer(arrays[0], dtype=np.float64), big)
+    assert arrays[1] == b""
+    assert np.array_equal(np.frombuffer(arrays[2], dtype=np.int32), small)
+    assert reader.read_message(_soon()) == ({"type": "done", "arrays": []}, [])
+    writer.join()
+    reader.close()
+
+
+def test_silent_pipe_times_out_and_polls(pipe: tuple[int, int]) -> None:
+    polls = []
+    reader = FrameReader(pipe[0])
+    start = time.monotonic()
+    with pytest.raises(FrameTimeout):
+        reader.read_message(time.monotonic() + 0.5, poll=lambda: polls.append(1))
+    assert 0.45 < time.monotonic() - start < 2.0
+    assert len(polls) >= 3  # the watchdog runs while waiting
+
+
+def test_closed_pipe(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    os.write(w, b"\x00\x00\x00\x00\x00\x00\x00\x10partial")  # 16 bytes announced, 7 sent
+    os.close(w)
+    reader = FrameReader(r)
+    with pytest.raises(ProtocolError, match="closed"):
+        reader.read_message(_soon())
+    assert reader.closed
+
+
+def test_oversized_frame(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    write_frame(w, b"x" * 2048)
+    with pytest.raises(ProtocolError, match="exceeds the limit"):
+        FrameReader(r, max_frame=1024).read_frame(_soon())
+
+
+def test_header_must_be_a_json_object(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    write_frame(w, b"\x80not json")
+    write_frame(w, b"[1, 2]")
+    reader = FrameReader(r)
+    with pytest.raises(ProtocolError, match="not JSON"):
+        reader.read_message(_soon())
+    with pytest.raises(ProtocolError, match="not a JSON object"):
+        reader.read_message(_soon())
+
+
+def test_array_length_must_match_header(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    write_frame(w, json.dumps({"type": "outputs", "arrays": [10]}).encode())
+    write_frame(w, b"12345")
+    with pytest.raises(ProtocolError, match="does not match"):
+        FrameReader(r).read_message(_soon())

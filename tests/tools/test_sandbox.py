@@ -1,0 +1,123 @@
+"""The worker sandbox with CPU-only payloads: scrubbed environment, deadlines, crashes,
+garbage on the channel, the memory watchdog, and the kill of the whole process group."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kernelwright.tools.sandbox import Sandbox, WorkerFailure
+
+PRELUDE = """\
+import os, subprocess, sys, time
+from kernelwright.tools.protocol import FrameReader, write_message
+job, _ = FrameReader(0).read_message(time.monotonic() + 10)
+"""
+
+Payload = Callable[[str], list[str]]
+
+
+@pytest.fixture
+def payload(tmp_path: Path) -> Payload:
+    def make(body: str) -> list[str]:
+        script = tmp_path / f"payload_{len(list(tmp_path.iterdir()))}.py"
+        script.write_text(PRELUDE + textwrap.dedent(body))
+        return [sys.executable, str(script)]
+    return make
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie nobody has reaped yet is dead too
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_environment_is_scrubbed(payload: Payload, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KW_SECRET_TOKEN", "x")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
+    cmd = payload("""
+        write_message(1, {"job": job, "env": dict(os.environ), "cwd": os.getcwd()})
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({"hello": [1, 2]})
+        header, arrays = box.receive(20, "test")
+        scratch = box.scratch.resolve()
+    assert header["job"] == {"hello": [1, 2], "arrays": []} and arrays == []
+    env = header["env"]
+    assert "KW_SECRET_TOKEN" not in env and "SSH_AUTH_SOCK" not in env
+    assert Path(env["HOME"]).resolve() == scratch
+    assert Path(env["TMPDIR"]).resolve() == scratch
+    assert Path(header["cwd"]).resolve() == scratch
+    assert not scratch.exists()  # removed when the with-block ends
+
+
+def test_hang_is_killed_at_the_deadline(payload: Payload) -> None:
+    with Sandbox("test", command=payload("time.sleep(1000)")) as box:
+        box.send({})
+        start = time.monotonic()
+        with pytest.raises(WorkerFailure) as info:
+            box.receive(1, "running at N=5")
+        assert time.monotonic() - start < 5
+        assert info.value.verdict == "timeout"
+        assert "no progress" in info.value.reason and "running at N=5" in info.value.reason
+        assert box.proc is not None and box.proc.poll() is not None
+
+
+def test_exit_is_a_crash_with_the_exit_code(payload: Payload) -> None:
+    cmd = payload("print('boom: bad things', file=sys.stderr)\nsys.exit(3)")
+    with Sandbox("test", command=cmd) as box, pytest.raises(WorkerFailure) as info:
+        box.send({})
+        box.receive(20, "compiling")
+    assert info.value.verdict == "crashed"
+    assert "exit code 3" in info.value.reason and "compiling" in info.value.reason
+    assert "boom: bad things" in info.value.reason  # the worker's log tail
+
+
+def test_garbage_on_the_channel_is_a_crash(payload: Payload) -> None:
+    cmd = payload("os.write(1, bytes(range(256)) * 4)\ntime.sleep(1000)")
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        with pytest.raises(WorkerFailure) as info:
+            box.receive(20, "running")
+        assert info.value.verdict == "crashed" and "protocol" in info.value.reason
+        assert box.proc is not None and box.proc.poll() is not None
+
+
+def test_host_memory_watchdog(payload: Payload) -> None:
+    cmd = payload("hog = b'x' * (600 << 20)\ntime.sleep(1000)")
+    with Sandbox("test", host_memory_bytes=200 << 20, command=cmd) as box:
+        box.send({})
+        start = time.monotonic()
+        with pytest.raises(WorkerFailure) as info:
+            box.receive(30, "running")
+        assert time.monotonic() - start < 10
+        assert info.value.verdict == "crashed" and "host memory" in info.value.reason
+
+
+def test_whole_process_group_is_killed(payload: Payload) -> None:
+    cmd = payload("""
+        child = subprocess.Popen(["sleep", "1000"])
+        write_message(1, {"pid": child.pid})
+        time.sleep(1000)
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        header, _ = box.receive(20, "starting")
+        pid = header["pid"]
+        assert _alive(pid)
+        with pytest.raises(WorkerFailure):
+            box.receive(0.5, "running")
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)

@@ -1,0 +1,60 @@
+"""Reading a kernel's parameter list from its source."""
+
+from __future__ import annotations
+
+from kernelwright.tools.signature import Param, find_params, is_global_kernel
+
+SRC = '''
+// extern "C" __global__ void scale(int bogus)  -- a comment, not the kernel
+/* extern "C" __global__ void scale(double also_bogus) */
+#define BLOCK 256
+extern "C" __global__ void __launch_bounds__(BLOCK, 2)
+scale(const float* __restrict__ x,   // input
+      float *__restrict__ y,         /* output, written once */
+      const double alpha,
+      unsigned int n,
+      long long *counts)
+{
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = alpha * x[i];
+}
+'''
+
+
+def test_qualifiers_comments_and_multiline() -> None:
+    assert find_params(SRC, "scale") == [
+        Param("x", "float", True),
+        Param("y", "float", True),
+        Param("alpha", "double", False),
+        Param("n", "unsigned int", False),
+        Param("counts", "long long", True),
+    ]
+
+
+def test_launch_bounds_before_global() -> None:
+    src = 'extern "C" __launch_bounds__(128) __global__ void k(const half* a, int n) {}'
+    assert find_params(src, "k") == [Param("a", "half", True), Param("n", "int", False)]
+
+
+def test_empty_and_void_parameter_lists() -> None:
+    assert find_params('extern "C" __global__ void k() {}', "k") == []
+    assert find_params('extern "C" __global__ void k(void) {}', "k") == []
+
+
+def test_entry_name_must_match_exactly() -> None:
+    src = 'extern "C" __global__ void scale_fast(float* x) {}'
+    assert find_params(src, "scale") is None
+    assert find_params(src, "scale_fast") == [Param("x", "float", True)]
+
+
+def test_not_extern_c() -> None:
+    src = "__global__ void k(float* x) {}"
+    assert find_params(src, "k") is None
+    assert is_global_kernel(src, "k")
+    assert not is_global_kernel("__device__ void k(float* x) {}", "k")
+
+
+def test_commented_out_kernel_is_not_found() -> None:
+    src = '// extern "C" __global__ void k(float* x) {}\n/* extern "C" __global__ void k(int n) */'
+    assert find_params(src, "k") is None
+    assert not is_global_kernel(src, "k")
