@@ -24,7 +24,9 @@ def profile(task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelB
                              "(install Nsight Compute)")
     box = Sandbox("profile", channel=False)
     log, job_file = box.scratch / "ncu.csv", box.scratch / "job.json"
+    # ncu talks to its library inside the worker over local sockets: no private network here.
     job = {"role": "profile", "task": task.model_dump(), "trials": [], "backend": backend,
+           "limits": {"no_network": 0},
            "candidate": {"source": candidate.source,
                          "launch": candidate.launch.model_dump() if candidate.launch else None}}
     job_file.write_text(json.dumps(job))
@@ -38,6 +40,9 @@ def profile(task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelB
             failure = exc
         text = log.read_text(errors="replace") if log.is_file() else ""
         parsed = ncu.parse(text + "\n" + box.log_tail(20))
+        worker_log = box.log_tail(2)
     if failure is not None and not parsed.available:
         return ProfileResult(available=False, reason=f"profiling unavailable: {failure.reason}")
+    if not parsed.available and "error code" in parsed.reason and worker_log:
+        return parsed.model_copy(update={"reason": f"{parsed.reason} ({worker_log})"})
     return parsed

@@ -36,12 +36,12 @@ class WorkerFailure(Exception):
         self.reason = reason
 
 
-def scrubbed_env(scratch: Path) -> dict[str, str]:
+def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in _KEEP if k in os.environ}
     # The worker must import kernelwright exactly as the controller does.
     paths = [p for p in sys.path if p and Path(p).is_dir()]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env.update(HOME=str(scratch), TMPDIR=str(scratch), CUPY_CACHE_DIR=str(scratch / "cupy"),
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), CUPY_CACHE_DIR=str(cupy_cache or scratch / "cupy"),
                TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", XDG_CACHE_HOME=str(scratch / "cache"))
     env.setdefault("LANG", "C.UTF-8")
@@ -52,8 +52,12 @@ class Sandbox:
     """One worker process. Use as a context manager: the process group dies on exit."""
 
     def __init__(self, label: str, host_memory_bytes: int = 16 << 30,
-                 command: list[str] | None = None, channel: bool = True) -> None:
+                 command: list[str] | None = None, channel: bool = True,
+                 cupy_cache: Path | None = None) -> None:
         self.label = label
+        # CuPy's own kernels (fill, astype, random) compile once into a cache. It is shared only
+        # with workers that run no host code of a candidate's: CUDA tasks, never KernelBench glue.
+        self.cupy_cache = cupy_cache
         self.channel = channel  # False: no result channel; the job comes as a file (profiling)
         self.host_memory_bytes = host_memory_bytes
         self.command = command or [sys.executable, "-m", "kernelwright.tools.worker"]
@@ -63,12 +67,14 @@ class Sandbox:
         self.reader: FrameReader | None = None
 
     def __enter__(self) -> Sandbox:
+        if self.proc is not None:  # started early as a spare
+            return self
         log = open(self.log_path, "wb")
         try:
             pipe = subprocess.PIPE if self.channel else subprocess.DEVNULL
             self.proc = subprocess.Popen(
                 self.command, stdin=pipe, stdout=pipe if self.channel else log, stderr=log,
-                cwd=self.scratch, env=scrubbed_env(self.scratch), close_fds=True,
+                cwd=self.scratch, env=scrubbed_env(self.scratch, self.cupy_cache), close_fds=True,
                 start_new_session=True,
             )
         finally:
@@ -84,6 +90,16 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.kill()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def start(self) -> Sandbox:
+        """Start the process now (a spare warms up while the caller does other work)."""
+        return self.__enter__()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def close(self) -> None:
+        self.__exit__(None, None, None)
 
     def kill(self) -> None:
         if self.proc is None:

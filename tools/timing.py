@@ -31,7 +31,7 @@ extern "C" __global__ void kw_l2_flush(const int4* buf, unsigned long long n, in
 
 
 def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: int,
-            l2_bytes: int, budget_s: float = 0.6, min_rounds: int = 15, max_rounds: int = 400,
+            l2_bytes: int, budget_s: float = 0.5, min_rounds: int = 15, max_rounds: int = 300,
             warmup: int = 3) -> dict[str, Any]:
     """Alternate ref and cand over rounds; return raw per-call event and host times (ms).
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import random
 import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +50,8 @@ class VerifyOptions:
     min_trials: int = 5
     host_memory_bytes: int = 16 << 30
     input_set_bytes: int = 2 << 30  # rotation: as many input sets as fit here, 2 to 4
+    cache_dir: str | None = None  # CuPy's kernel cache for harness kernels; None: per Verifier
+    prestart: bool = False  # start the next check's workers as soon as one check ends
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,10 @@ def plan_trials(task: CudaTask | KernelBenchTask, rng: random.Random,
         held = {"batch_size": max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))} if batch else {}
         if held.get("batch_size") == batch:
             held = {"batch_size": batch + 1}
-    trials = [Trial(bench, seed(), _poisons(rng, 1))]
+    # The bench size is checked once, right after timing (the post trial): checking it before
+    # as well would double the largest transfers, and a kernel wrong at the small sizes is
+    # never timed.
+    trials = [] if isinstance(task, CudaTask) else [Trial(bench, seed(), _poisons(rng, 1))]
     trials += [Trial(s, seed(), _poisons(rng, 2)) for s in shapes]
     trials.append(Trial(held, seed(), _poisons(rng, 2), held_out=True))
     while len(trials) < min_trials:
@@ -127,6 +135,39 @@ class Verifier:
     def __init__(self, options: VerifyOptions | None = None, progress: Progress | None = None) -> None:
         self.options = options or VerifyOptions()
         self.progress = progress or (lambda _msg: None)
+        self._own_cache = self.options.cache_dir is None
+        self.cache = Path(self.options.cache_dir or tempfile.mkdtemp(prefix="kw-cupy-cache-"))
+        self._spares: list[Sandbox] = []
+
+    def close(self) -> None:
+        """Stop spare workers and remove a cache this verifier made."""
+        for box in self._spares:
+            box.close()
+        self._spares.clear()
+        if self._own_cache:
+            shutil.rmtree(self.cache, ignore_errors=True)
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sandbox(self, label: str, shared_cache: bool) -> Sandbox:
+        """A fresh worker for one check: a warm spare if one is up, else a new process."""
+        while shared_cache and self._spares:
+            box = self._spares.pop()
+            if box.alive():
+                return box
+            box.close()
+        return Sandbox(label, self.options.host_memory_bytes,
+                       cupy_cache=self.cache if shared_cache else None)
+
+    def _prestart(self) -> None:
+        if self.options.prestart:
+            while len(self._spares) < 2:
+                self._spares.append(Sandbox("spare", self.options.host_memory_bytes,
+                                            cupy_cache=self.cache).start())
 
     def _job(self, task: Any, role: str, trials: list[Trial], candidate: dict[str, Any] | None) -> dict[str, Any]:
         return {"role": role, "task": task.model_dump(), "trials": [t.job() for t in trials],
@@ -136,6 +177,13 @@ class Verifier:
 
     def check(self, task: CudaTask | KernelBenchTask,
               candidate: CudaCandidate | KernelBenchCandidate) -> CheckReport:
+        try:
+            return self._check(task, candidate)
+        finally:
+            self._prestart()
+
+    def _check(self, task: CudaTask | KernelBenchTask,
+               candidate: CudaCandidate | KernelBenchCandidate) -> CheckReport:
         t0 = time.perf_counter()
         rng = random.Random(secrets.randbits(64))
         trials, post = plan_trials(task, rng, self.options.min_trials)
@@ -164,8 +212,8 @@ class Verifier:
         compiled: CompileResult | None = None
         stage = "reference"
         try:
-            with Sandbox("reference", self.options.host_memory_bytes) as ref_box, \
-                    Sandbox("candidate", self.options.host_memory_bytes) as cand_box:
+            with self._sandbox("reference", True) as ref_box, \
+                    self._sandbox("candidate", isinstance(task, CudaTask)) as cand_box:
                 ref_box.send(self._job(task, "reference", [*trials, post], None))
                 cand_box.send(self._job(task, "candidate", trials, cand_job))
                 self.progress("starting workers")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 import resource
 import sys
@@ -114,7 +115,7 @@ class Worker:
                 for a in task.args:
                     if a.role in ("out", "inout"):
                         want = task.shape(a, sizes)
-                        big = int(cupy.prod(cupy.asarray(want))) > (16 << 20)
+                        big = math.prod(want) > (4 << 20)  # large: sent in the output's own dtype
                         dt = cupy.float64 if a.dtype.startswith("float") and not big else a.dtype
                         arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
                         if tuple(arr.shape) != want:
@@ -294,14 +295,15 @@ def main() -> None:
     os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
     reader = FrameReader(proto_in)
     try:
+        device = _device()  # CUDA is up before the job arrives: a spare worker waits warm
         if len(sys.argv) == 3 and sys.argv[1] == "--job":  # under a profiler: no channel at all
             job = json.loads(Path(sys.argv[2]).read_text())
             proto_out = null
         else:
-            job, _ = reader.read_message(time.monotonic() + 60)
+            job, _ = reader.read_message(time.monotonic() + 3600)
         notes = _harden(job.get("limits", {}))
-        write_message(proto_out, {**_device(), "notes": notes})
-        job["device"] = {**_device(), **job.get("device", {})}
+        write_message(proto_out, {**device, "notes": notes})
+        job["device"] = {**device, **job.get("device", {})}
         worker = Worker(reader, proto_out, job, Path.cwd())
         kind, role = worker.task.kind, job["role"]
         if kind == "cuda" and role == "profile":
