@@ -91,7 +91,8 @@ def check(
     options = VerifyOptions(backend=settings.compile_backend, run_timeout_s=settings.run_timeout_s,
                             compile_timeout_s=settings.compile_timeout_s,
                             timing_budget_s=settings.timing_budget_s,
-                            host_memory_bytes=int(settings.worker_host_memory_gib * (1 << 30)))
+                            host_memory_bytes=int(settings.worker_host_memory_gib * (1 << 30)),
+                            cache_dir=str(settings.cache_dir / "cupy"))
     with err.status(f"checking {loaded.name}...") as status:
         verifier = Verifier(options, progress=lambda msg: status.update(f"{loaded.name}: {msg}"))
         report = verifier.check(loaded, cand)

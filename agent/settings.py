@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     model: str = "qwen2.5-coder:7b"
     ollama_base_url: str = "http://127.0.0.1:11434"
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir(APP)))
+    cache_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_cache_dir(APP)))
     compile_backend: Literal["nvrtc", "nvcc"] = "nvrtc"
     run_timeout_s: float = 20.0
     compile_timeout_s: float = 60.0
