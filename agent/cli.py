@@ -120,7 +120,9 @@ def _print_report(report: object) -> None:
     if report.device:
         table.add_row("device", f"{report.device.name} ({report.device.arch})")
     c = report.compile
-    if c and c.ok:
+    if c and c.ok and c.backend == "python":
+        table.add_row("load", f"ModelNew built in {c.duration_ms:.0f} ms")
+    elif c and c.ok:
         spills = (c.spill_stores_bytes or 0) + (c.spill_loads_bytes or 0)
         table.add_row("compile", f"{c.backend} {c.duration_ms:.0f} ms, {c.registers} registers, "
                       f"{c.shared_mem_bytes} B shared, {c.local_mem_bytes} B stack, "
@@ -150,7 +152,7 @@ def _print_report(report: object) -> None:
         else:
             table.add_row("bottleneck", p.reason)
     if report.check:
-        table.add_row("checked", f"{len(report.check.trials)} trials against the {report.check.reference}")
+        table.add_row("checked", f"{len(report.check.trials)} trials against {report.check.reference}")
     table.add_row("wall", f"{report.wall_ms / 1e3:.2f} s")
     out.print(table)
 

@@ -258,7 +258,8 @@ class Verifier:
                 shapes = {tuple(sorted(t.sizes.items())) for t in results}
                 ok = post_result.ok and verdict == ""
                 reason = (post_result.reason or verdict) if not ok else (
-                    f"{len(results)} trials over {len(shapes)} shapes (one held out), against the "
+                    f"{len(results)} trials over {len(shapes)} shapes (one held out), against "
+                    f"{'the ' if ref_kind.endswith('reference') or ref_kind.endswith('kernel') else ''}"
                     f"{ref_kind}")
                 check = CheckResult(ok=post_result.ok, reason=post_result.reason or reason,
                                     trials=tuple(results), reference=ref_kind)

@@ -65,7 +65,8 @@ def _task(job: dict[str, Any]) -> Any:
 
 
 class Worker:
-    def __init__(self, reader: FrameReader, out_fd: int, job: dict[str, Any], scratch: Path) -> None:
+    def __init__(self, reader: FrameReader | None, out_fd: int, job: dict[str, Any],
+                 scratch: Path) -> None:
         self.reader, self.out_fd, self.job, self.scratch = reader, out_fd, job, scratch
         self.task = _task(job)
 
@@ -160,6 +161,7 @@ class Worker:
 
         for i, trial in enumerate(self.job["trials"]):
             trial_run(i, trial)
+        assert self.reader is not None
         command, _ = self.reader.read_message(time.monotonic() + 3600)
         if command.get("cmd") != "time":
             return
@@ -275,6 +277,7 @@ class Worker:
 
         for i, trial in enumerate(self.job["trials"]):
             trial_run(i, trial)
+        assert self.reader is not None
         command, _ = self.reader.read_message(time.monotonic() + 3600)
         if command.get("cmd") != "time":
             return
@@ -293,13 +296,13 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
-    reader = FrameReader(proto_in)
     try:
         device = _device()  # CUDA is up before the job arrives: a spare worker waits warm
         if len(sys.argv) == 3 and sys.argv[1] == "--job":  # under a profiler: no channel at all
             job = json.loads(Path(sys.argv[2]).read_text())
-            proto_out = null
+            reader, proto_out = None, null
         else:
+            reader = FrameReader(proto_in)
             job, _ = reader.read_message(time.monotonic() + 3600)
         notes = _harden(job.get("limits", {}))
         write_message(proto_out, {**device, "notes": notes})
