@@ -29,19 +29,23 @@ def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
     return tuple(name for bit, name in THROTTLE_REASONS.items() if mask & bit)
 
 
+_initialised = False
+
+
 @contextmanager
 def nvml() -> Iterator[Any]:
+    """NVML, initialised once per process (nvmlInit costs hundreds of ms on a large GPU)."""
+    global _initialised
     try:
         import pynvml  # provided by the nvidia-ml-py distribution
 
-        pynvml.nvmlInit()
+        if not _initialised:
+            pynvml.nvmlInit()
+            _initialised = True
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
         raise NoGpuError(f"no NVIDIA GPU here: NVML unavailable ({exc}); kernelwright needs an "
                          "NVIDIA GPU and its driver") from None
-    try:
-        yield pynvml
-    finally:
-        pynvml.nvmlShutdown()
+    yield pynvml
 
 
 def _handle(n: Any, pci_bus_id: str | None) -> Any:

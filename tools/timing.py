@@ -36,7 +36,7 @@ def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: i
     """Alternate ref and cand over rounds; return raw per-call event and host times (ms).
 
     Runs in the worker. Each sample: flush L2 (read a 2x-L2 buffer), record start, call,
-    record end, synchronize the whole device, read the host clock. The order within a round
+    record end, all queued together, then synchronize the whole device and read the host clock. The order within a round
     alternates so neither kernel always runs right after the flush of the other.
     """
     import cupy
@@ -50,9 +50,11 @@ def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: i
     sync = cupy.cuda.runtime.deviceSynchronize
 
     def sample(fn: Callable[[int], Any], k: int, r: int) -> tuple[float, float]:
-        flush_kernel((1056,), (256,), (flush, n_vec, sink))
+        # Flush, start, call and end are queued back to back: the start event fires when the
+        # flush ends, by which time the call is queued, so host launch latency is not timed.
         sync()
         t0 = time.perf_counter()
+        flush_kernel((1056,), (256,), (flush, n_vec, sink))
         start.record()
         fn(k)
         end.record()

@@ -138,6 +138,7 @@ class Verifier:
         self._own_cache = self.options.cache_dir is None
         self.cache = Path(self.options.cache_dir or tempfile.mkdtemp(prefix="kw-cupy-cache-"))
         self._spares: list[Sandbox] = []
+        self._device: DeviceInfo | None = None
 
     def close(self) -> None:
         """Stop spare workers and remove a cache this verifier made."""
@@ -218,7 +219,8 @@ class Verifier:
                 cand_box.send(self._job(task, "candidate", trials, cand_job))
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(self.options.start_timeout_s, "starting the reference worker")
-                device = _device_info(dev)
+                device = self._device or _device_info(dev)
+                self._device = device
                 lap("start")
                 expected = []
                 for i, trial in enumerate([*trials, post]):
