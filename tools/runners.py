@@ -11,6 +11,7 @@ import copy
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from .compile import compile_kernel
 from .results import CompileResult
-from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec
+from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec, launch_plan
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -102,19 +103,20 @@ class CudaRunner:
         return {a.name: poisoned(self.task.shape(a, sizes), a.dtype, poison)
                 for a in self.task.args if a.role == "out"}
 
-    def launch(self, arrays: dict[str, Any], sizes: dict[str, int]) -> None:
-        from . import expr
-
-        args = []
-        for a in self.task.args:
-            if a.role == "scalar":
-                args.append(np.dtype(a.dtype).type(expr.evaluate(a.value, sizes)))
-            else:
-                args.append(arrays[a.name])
-        grid, block, smem = self.launch_spec.resolve(sizes)
+    def bind(self, arrays: dict[str, Any], sizes: dict[str, int]) -> Callable[[], None]:
+        """A call that launches the kernel on these arrays: nothing left to evaluate in it."""
+        grid, block, smem, args = launch_plan(self.task, self.launch_spec, arrays, sizes)
         if smem > 48 * 1024:
             self.fn.max_dynamic_shared_size_bytes = smem
-        self.fn(grid, block, tuple(args), shared_mem=smem)
+        fn = self.fn
+
+        def call() -> None:
+            fn(grid, block, args, shared_mem=smem)
+
+        return call
+
+    def launch(self, arrays: dict[str, Any], sizes: dict[str, int]) -> None:
+        self.bind(arrays, sizes)()
 
 
 def load_module(path: str, name: str) -> Any:

@@ -35,8 +35,8 @@ def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: i
             warmup: int = 3) -> dict[str, Any]:
     """Alternate ref and cand over rounds; return raw per-call event and host times (ms).
 
-    Runs in the worker. Each sample: flush L2 (read a 2x-L2 buffer), record start, call,
-    record end, all queued together, then synchronize the whole device and read the host clock. The order within a round
+    Runs in the worker. Each sample: flush L2 (read a 2x-L2 buffer) and synchronize, record start,
+    call, record end, synchronize the whole device, read the host clock. The order within a round
     alternates so neither kernel always runs right after the flush of the other.
     """
     import cupy
@@ -50,11 +50,12 @@ def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: i
     sync = cupy.cuda.runtime.deviceSynchronize
 
     def sample(fn: Callable[[int], Any], k: int, r: int) -> tuple[float, float]:
-        # Flush, start, call and end are queued back to back: the start event fires when the
-        # flush ends, by which time the call is queued, so host launch latency is not timed.
+        # Synchronous: the flush completes, then start, call, end. Queueing them together was
+        # tried and made a 37 us PyTorch forward read 0.96x against itself (its host dispatch
+        # overlapped the flush unevenly), without closing the gap to ncu on short kernels.
+        flush_kernel((1056,), (256,), (flush, n_vec, sink))
         sync()
         t0 = time.perf_counter()
-        flush_kernel((1056,), (256,), (flush, n_vec, sink))
         start.record()
         fn(k)
         end.record()

@@ -168,14 +168,11 @@ class Worker:
         ref = CudaRunner(task, task.source, None, self.scratch, self.job["backend"], arch, "reference")
         bench = task.bench
         sets = [{**ref.inputs(bench, s), **ref.outputs(bench, 0)} for s in command["seeds"]]
-
-        def run_ref(k: int) -> None:
-            ref.launch(sets[k], bench)
-
-        def run_cand(k: int) -> None:
-            runner.launch(sets[k], bench)
-
-        self.timing(run_ref, run_cand, len(sets))
+        ref_calls = [ref.bind(arrays, bench) for arrays in sets]
+        cand_calls = [runner.bind(arrays, bench) for arrays in sets]
+        self.timing(lambda k: ref_calls[k](), lambda k: cand_calls[k](), len(sets))
+        ref_calls.clear()
+        cand_calls.clear()
         sets.clear()
         trial_run("post", command["post_trial"])
 

@@ -195,3 +195,20 @@ def test_kernelbench_candidate_without_modelnew(tmp_path: Path) -> None:
 def test_launch_that_cannot_be_evaluated_names_launch(tmp_path: Path) -> None:
     message = _refused(_gelu(tmp_path, 'grid = ["ceil_div(N, 256)"]', 'grid = ["N // (N - N)"]'))
     assert "gelu.toml: launch" in message and "division by zero" in message
+
+
+def test_launch_plan_resolves_grid_block_and_scalars_once() -> None:
+    import numpy as np
+
+    from kernelwright.tools.spec import launch_plan
+
+    task = load_task(EXAMPLES / "stencil")
+    assert isinstance(task, CudaTask)
+    sizes = {"H": 100, "W": 333}
+    arrays = {a.name: np.zeros(task.shape(a, sizes), dtype=a.dtype)
+              for a in task.args if a.role != "scalar"}
+    grid, block, smem, args = launch_plan(task, task.launch, arrays, sizes)
+    assert (grid, block, smem) == ((21, 7), (16, 16), 0)  # ceil(333/16), ceil(100/16)
+    assert args[0] is arrays["x"] and args[1] is arrays["y"]
+    assert [int(v) for v in args[2:]] == [100, 333]
+    assert all(v.dtype == np.int32 for v in args[2:])
