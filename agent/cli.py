@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -21,13 +21,18 @@ from rich.table import Table
 from . import __version__
 from .settings import load
 
-class Backend(str, Enum):
+
+class Backend(StrEnum):
     nvrtc = "nvrtc"
     nvcc = "nvcc"
 
 
-app = typer.Typer(name="kernelwright", add_completion=False, no_args_is_help=True,
-                  help="Make CUDA kernels faster on your own GPU.")
+app = typer.Typer(
+    name="kernelwright",
+    add_completion=False,
+    no_args_is_help=True,
+    help="Make CUDA kernels faster on your own GPU.",
+)
 out = Console()
 err = Console(stderr=True)
 
@@ -39,8 +44,14 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     pass
 
 
@@ -57,7 +68,9 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         print(doctor_json(checks))
     else:
         for c in checks:
-            mark = "[green]ok[/]  " if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]warn[/]")
+            mark = (
+                "[green]ok[/]  " if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]warn[/]")
+            )
             fix = f"  [dim]fix: {c.fix}[/]" if c.fix and not c.ok else ""
             out.print(f"{mark} {c.name:<11} {c.detail}{fix}", highlight=False)
         out.print("ready" if ok else "[red]not ready:[/] fix the FAIL lines above", highlight=False)
@@ -72,15 +85,25 @@ def _require_gpu() -> None:
 
 @app.command()
 def check(
-    task: Annotated[Path, typer.Argument(help="A task: directory, name.toml, name.cu, or a KernelBench .py.")],
-    candidate: Annotated[Path | None, typer.Argument(help="A candidate .cu (or .py with ModelNew); "
-                                                     "default: the task's own kernel.")] = None,
+    task: Annotated[
+        Path, typer.Argument(help="A task: directory, name.toml, name.cu, or a KernelBench .py.")
+    ],
+    candidate: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A candidate .cu (or .py with ModelNew); default: the task's own kernel."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report as JSON.")] = False,
-    profile: Annotated[bool, typer.Option("--profile/--no-profile",
-                                          help="Profile with Nsight Compute for the bottleneck.")] = True,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile/--no-profile", help="Profile with Nsight Compute for the bottleneck."
+        ),
+    ] = True,
     backend: Annotated[Backend | None, typer.Option(help="Compiler (default: nvrtc).")] = None,
 ) -> None:
-    """Verify and time CANDIDATE against TASK's reference (the reference against itself if omitted)."""
+    """Verify and time CANDIDATE against TASK's reference (by default the reference itself)."""
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
     from kernelwright.tools.verify import Verifier, VerifyOptions
 
@@ -88,11 +111,14 @@ def check(
     loaded = load_task(task)
     cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
     _require_gpu()
-    options = VerifyOptions(backend=settings.compile_backend, run_timeout_s=settings.run_timeout_s,
-                            compile_timeout_s=settings.compile_timeout_s,
-                            timing_budget_s=settings.timing_budget_s,
-                            host_memory_bytes=int(settings.worker_host_memory_gib * (1 << 30)),
-                            cache_dir=str(settings.cache_dir / "cupy"))
+    options = VerifyOptions(
+        backend=settings.compile_backend,
+        run_timeout_s=settings.run_timeout_s,
+        compile_timeout_s=settings.compile_timeout_s,
+        timing_budget_s=settings.timing_budget_s,
+        host_memory_bytes=int(settings.worker_host_memory_gib * (1 << 30)),
+        cache_dir=str(settings.cache_dir / "cupy"),
+    )
     with err.status(f"checking {loaded.name}...") as status:
         verifier = Verifier(options, progress=lambda msg: status.update(f"{loaded.name}: {msg}"))
         report = verifier.check(loaded, cand)
@@ -100,7 +126,9 @@ def check(
             from kernelwright.tools.profile import profile as run_profile
 
             status.update(f"{loaded.name}: profiling with Nsight Compute")
-            report = report.model_copy(update={"profile": run_profile(loaded, cand, settings.compile_backend)})
+            report = report.model_copy(
+                update={"profile": run_profile(loaded, cand, settings.compile_backend)}
+            )
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
@@ -124,35 +152,55 @@ def _print_report(report: object) -> None:
         table.add_row("load", f"ModelNew built in {c.duration_ms:.0f} ms")
     elif c and c.ok:
         spills = (c.spill_stores_bytes or 0) + (c.spill_loads_bytes or 0)
-        table.add_row("compile", f"{c.backend} {c.duration_ms:.0f} ms, {c.registers} registers, "
-                      f"{c.shared_mem_bytes} B shared, {c.local_mem_bytes} B stack, "
-                      f"{spills} B spilled")
+        table.add_row(
+            "compile",
+            f"{c.backend} {c.duration_ms:.0f} ms, {c.registers} registers, "
+            f"{c.shared_mem_bytes} B shared, {c.local_mem_bytes} B stack, "
+            f"{spills} B spilled",
+        )
     t = report.timing
     if t:
-        table.add_row("reference", f"{t.reference.median_ms:.4f} ms ± {t.reference.iqr_ms / 2:.4f} "
-                      f"(median ± half IQR, {t.reference.samples} samples)")
+        table.add_row(
+            "reference",
+            f"{t.reference.median_ms:.4f} ms ± {t.reference.iqr_ms / 2:.4f} "
+            f"(median ± half IQR, {t.reference.samples} samples)",
+        )
         table.add_row("candidate", f"{t.candidate.median_ms:.4f} ms ± {t.candidate.iqr_ms / 2:.4f}")
-        table.add_row("speedup", f"{t.speedup:.2f}x (IQR {t.speedup_iqr:.3f}, {t.rounds} rounds "
-                      f"over {t.input_sets} input sets)")
+        table.add_row(
+            "speedup",
+            f"{t.speedup:.2f}x (IQR {t.speedup_iqr:.3f}, {t.rounds} rounds "
+            f"over {t.input_sets} input sets)",
+        )
         if t.floor_ms:
-            table.add_row("roofline", f"floor {t.floor_ms:.4f} ms: candidate at "
-                          f"{t.floor_ms / t.candidate.median_ms:.0%} of the bound")
+            table.add_row(
+                "roofline",
+                f"floor {t.floor_ms:.4f} ms: candidate at "
+                f"{t.floor_ms / t.candidate.median_ms:.0%} of the bound",
+            )
         if t.clocks_after:
             ck = t.clocks_after
-            table.add_row("clocks", f"SM {ck.sm_mhz} MHz, memory {ck.mem_mhz} MHz, {ck.temperature_c} C"
-                          + (f", throttle: {', '.join(ck.throttle_reasons)}" if ck.throttle_reasons else ""))
+            table.add_row(
+                "clocks",
+                f"SM {ck.sm_mhz} MHz, memory {ck.mem_mhz} MHz, {ck.temperature_c} C"
+                + (f", throttle: {', '.join(ck.throttle_reasons)}" if ck.throttle_reasons else ""),
+            )
         for note in t.notes:
             table.add_row("note", note)
     p = report.profile
     if p:
         if p.available:
-            table.add_row("bottleneck", f"{p.bottleneck} (SM {p.sm_pct:.0f}%, DRAM {p.dram_pct:.0f}%, "
-                          f"occupancy {p.achieved_occupancy_pct:.0f}% of "
-                          f"{p.theoretical_occupancy_pct:.0f}%, ncu {p.duration_ms:.4f} ms)")
+            table.add_row(
+                "bottleneck",
+                f"{p.bottleneck} (SM {p.sm_pct:.0f}%, DRAM {p.dram_pct:.0f}%, "
+                f"occupancy {p.achieved_occupancy_pct:.0f}% of "
+                f"{p.theoretical_occupancy_pct:.0f}%, ncu {p.duration_ms:.4f} ms)",
+            )
         else:
             table.add_row("bottleneck", p.reason)
     if report.check:
-        table.add_row("checked", f"{len(report.check.trials)} trials against {report.check.reference}")
+        table.add_row(
+            "checked", f"{len(report.check.trials)} trials against {report.check.reference}"
+        )
     table.add_row("wall", f"{report.wall_ms / 1e3:.2f} s")
     out.print(table)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
+from kernelwright.tools.errors import KernelwrightError
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -16,8 +17,6 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
-
-from kernelwright.tools.errors import KernelwrightError
 
 APP = "kernelwright"
 
@@ -64,7 +63,9 @@ def load(**overrides: object) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"])
-        raise SettingsError(f"setting {field!r}: {first['msg']} (flag, KERNELWRIGHT_"
-                            f"{field.upper()} or {config_file()})") from None
+        raise SettingsError(
+            f"setting {field!r}: {first['msg']} (flag, KERNELWRIGHT_"
+            f"{field.upper()} or {config_file()})"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{config_file()}: not valid TOML: {exc}") from None

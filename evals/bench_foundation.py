@@ -42,7 +42,9 @@ def load_inline_check(task: CudaTask, source: str, launch: LaunchSpec) -> dict[s
     params, call, names = [], [], []
     for a in task.args:
         if a.role == "scalar":
-            params.append(f"double {a.name}" if a.dtype.startswith("float") else f"int64_t {a.name}")
+            params.append(
+                f"double {a.name}" if a.dtype.startswith("float") else f"int64_t {a.name}"
+            )
             call.append(f"({_TORCH_DTYPE.get(a.dtype, 'int')}){a.name}")
         else:
             params.append(f"torch::Tensor {a.name}")
@@ -50,14 +52,22 @@ def load_inline_check(task: CudaTask, source: str, launch: LaunchSpec) -> dict[s
         names.append(a.name)
     dims = ", ".join(f"int64_t {d}" for d in ("gx", "gy", "gz", "bx", "by", "bz", "smem"))
     signature = f"void run({', '.join(params)}, {dims})"
-    cuda = (source + "\n#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n"
-            f"{signature} {{ {task.entry}<<<dim3(gx, gy, gz), dim3(bx, by, bz), smem, "
-            f"at::cuda::getCurrentCUDAStream()>>>({', '.join(call)}); }}\n")
+    cuda = (
+        source + "\n#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+        f"{signature} {{ {task.entry}<<<dim3(gx, gy, gz), dim3(bx, by, bz), smem, "
+        f"at::cuda::getCurrentCUDAStream()>>>({', '.join(call)}); }}\n"
+    )
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as build:
-        module = load_inline(name=f"kw_bench_{task.name}_{int(t0)}", cpp_sources=signature + ";",
-                             cuda_sources=cuda, functions=["run"], build_directory=build,
-                             extra_cuda_cflags=["-O3"], verbose=False)
+        module = load_inline(
+            name=f"kw_bench_{task.name}_{int(t0)}",
+            cpp_sources=signature + ";",
+            cuda_sources=cuda,
+            functions=["run"],
+            build_directory=build,
+            extra_cuda_cflags=["-O3"],
+            verbose=False,
+        )
     build_ms = (time.perf_counter() - t0) * 1e3
     sizes = task.bench
     torch.manual_seed(0)
@@ -81,8 +91,11 @@ def load_inline_check(task: CudaTask, source: str, launch: LaunchSpec) -> dict[s
     file, func = task.reference_python.rsplit(":", 1)
     namespace: dict[str, Any] = {}
     exec(compile(Path(file).read_text(), file, "exec"), namespace)  # the task's own reference
-    ins = {n: t.double().cpu().numpy() for n, t in tensors.items()
-           if next(a for a in task.args if a.name == n).role in ("in", "inout")}
+    ins = {
+        n: t.double().cpu().numpy()
+        for n, t in tensors.items()
+        if next(a for a in task.args if a.name == n).role in ("in", "inout")
+    }
     expected = namespace[func](np, **ins, **kwargs)
     for name, value in expected.items():
         np.testing.assert_allclose(tensors[name].cpu().numpy(), value, rtol=1e-3, atol=1e-3)
@@ -95,8 +108,12 @@ def load_inline_check(task: CudaTask, source: str, launch: LaunchSpec) -> dict[s
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
     check_ms = (time.perf_counter() - t1) * 1e3
-    return {"build_ms": build_ms, "check_ms": check_ms, "total_ms": build_ms + check_ms,
-            "median_ms": statistics.median(times)}
+    return {
+        "build_ms": build_ms,
+        "check_ms": check_ms,
+        "total_ms": build_ms + check_ms,
+        "median_ms": statistics.median(times),
+    }
 
 
 def bench_task(name: str, repeat: int, with_load_inline: bool, cache: str) -> dict[str, Any]:
@@ -113,16 +130,23 @@ def bench_task(name: str, repeat: int, with_load_inline: bool, cache: str) -> di
     if bad:
         raise SystemExit(f"{name}: faster candidate not verified: {bad[0].reason}")
     walls = sorted(c.wall_ms for c in checks)
-    phases = {k: statistics.median(c.phase_ms.get(k, 0.0) for c in checks) for k in checks[0].phase_ms}
+    phases = {
+        k: statistics.median(c.phase_ms.get(k, 0.0) for c in checks) for k in checks[0].phase_ms
+    }
     self_check = verifier.check(task, reference_candidate(task))
     verifier.close()
     assert self_check.timing is not None
     prof = profile(task, reference_candidate(task))
     row: dict[str, Any] = {
-        "task": name, "check_ms": statistics.median(walls), "check_ms_all": walls, "phases_ms": phases,
-        "cold_check_ms": cold.wall_ms, "cold_phases_ms": cold.phase_ms,
+        "task": name,
+        "check_ms": statistics.median(walls),
+        "check_ms_all": walls,
+        "phases_ms": phases,
+        "cold_check_ms": cold.wall_ms,
+        "cold_phases_ms": cold.phase_ms,
         "faster_speedup": statistics.median(c.timing.speedup for c in checks if c.timing),
-        "self_speedup": self_check.timing.speedup, "self_speedup_iqr": self_check.timing.speedup_iqr,
+        "self_speedup": self_check.timing.speedup,
+        "self_speedup_iqr": self_check.timing.speedup_iqr,
         "event_median_ms": self_check.timing.reference.median_ms,
         "ncu_ms": prof.duration_ms if prof.available else None,
         "ncu_note": "" if prof.available else prof.reason,
@@ -138,21 +162,31 @@ def bench_task(name: str, repeat: int, with_load_inline: bool, cache: str) -> di
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'task':<10} {'cold ms':>8} {'warm ms':>8} {'load_inline ms':>15} {'ratio':>7} {'self':>6} "
-            f"{'event ms':>9} {'ncu ms':>9} {'ev/ncu':>7} {'faster':>7}")
+    head = (
+        f"{'task':<10} {'cold ms':>8} {'warm ms':>8} {'load_inline ms':>15} {'ratio':>7} "
+        f"{'self':>6} "
+        f"{'event ms':>9} {'ncu ms':>9} {'ev/ncu':>7} {'faster':>7}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         li = r.get("load_inline", {}).get("total_ms")
-        print(f"{r['task']:<10} {r['cold_check_ms']:>8.0f} {r['check_ms']:>8.0f} "
-              f"{li if li else float('nan'):>15.0f} "
-              f"{r.get('load_inline_ratio', float('nan')):>6.1f}x {r['self_speedup']:>5.3f}x "
-              f"{r['event_median_ms']:>9.4f} {r['ncu_ms'] or float('nan'):>9.4f} "
-              f"{r.get('event_vs_ncu', float('nan')):>7.3f} {r['faster_speedup']:>6.2f}x")
+        print(
+            f"{r['task']:<10} {r['cold_check_ms']:>8.0f} {r['check_ms']:>8.0f} "
+            f"{li if li else float('nan'):>15.0f} "
+            f"{r.get('load_inline_ratio', float('nan')):>6.1f}x {r['self_speedup']:>5.3f}x "
+            f"{r['event_median_ms']:>9.4f} {r['ncu_ms'] or float('nan'):>9.4f} "
+            f"{r.get('event_vs_ncu', float('nan')):>7.3f} {r['faster_speedup']:>6.2f}x"
+        )
     print()
     print("ratio: load_inline total over the warm check; cold: a one-off check in new workers")
-    print("phases (median ms): " + "; ".join(
-        f"{r['task']}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms"].items()) for r in rows))
+    print(
+        "phases (median ms): "
+        + "; ".join(
+            f"{r['task']}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms"].items())
+            for r in rows
+        )
+    )
 
 
 def main() -> None:

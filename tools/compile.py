@@ -48,7 +48,9 @@ def cuda_include_dir() -> str | None:
 _PTXAS_FUNC = re.compile(r"Function properties for (\S+)")
 _PTXAS_USED = re.compile(r"Used (\d+) registers")
 _PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
-_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_STACK = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
 
 
 def parse_ptxas_report(log: str, entry: str) -> dict[str, int]:
@@ -82,14 +84,25 @@ def parse_ptxas_report(log: str, entry: str) -> dict[str, int]:
 
 
 def _result(ok: bool, backend: str, arch: str, start: float, log: str, entry: str) -> CompileResult:
-    return CompileResult(
-        ok=ok, backend=backend, arch=arch, duration_ms=(time.perf_counter() - start) * 1e3,  # type: ignore[arg-type]
-        log=log.replace("\x00", "").strip(), **(parse_ptxas_report(log, entry) if ok else {}),
+    return CompileResult.model_validate(
+        {
+            "ok": ok,
+            "backend": backend,
+            "arch": arch,
+            "duration_ms": (time.perf_counter() - start) * 1e3,
+            "log": log.replace("\x00", "").strip(),
+            **(parse_ptxas_report(log, entry) if ok else {}),
+        }
     )
 
 
-def compile_nvrtc(source: str, entry: str, arch: str, filename: str = "kernel.cu",
-                  extra_options: tuple[str, ...] = ()) -> tuple[CompileResult, bytes | None]:
+def compile_nvrtc(
+    source: str,
+    entry: str,
+    arch: str,
+    filename: str = "kernel.cu",
+    extra_options: tuple[str, ...] = (),
+) -> tuple[CompileResult, bytes | None]:
     """NVRTC straight to a cubin for `arch` ("sm_90"), with ptxas's resource report."""
     start = time.perf_counter()
     problem = include_problem(source)
@@ -114,9 +127,14 @@ def compile_nvrtc(source: str, entry: str, arch: str, filename: str = "kernel.cu
     return _result(True, "nvrtc", arch, start, log, entry), cubin
 
 
-def compile_nvcc(source: str, entry: str, arch: str, filename: str = "kernel.cu",
-                 extra_options: tuple[str, ...] = (), timeout_s: float = 120.0,
-                 ) -> tuple[CompileResult, bytes | None]:
+def compile_nvcc(
+    source: str,
+    entry: str,
+    arch: str,
+    filename: str = "kernel.cu",
+    extra_options: tuple[str, ...] = (),
+    timeout_s: float = 120.0,
+) -> tuple[CompileResult, bytes | None]:
     """nvcc to a cubin for `arch`, the second backend (and the one CI has without a GPU)."""
     start = time.perf_counter()
     problem = include_problem(source)
@@ -128,20 +146,33 @@ def compile_nvcc(source: str, entry: str, arch: str, filename: str = "kernel.cu"
     with tempfile.TemporaryDirectory(prefix="kw-nvcc-") as tmp:
         src, out = Path(tmp) / Path(filename).name, Path(tmp) / "kernel.cubin"
         src.write_text(source)
-        cmd = [nvcc, "-cubin", f"-arch={arch}", "--std=c++17", "--resource-usage", "-lineinfo",
-               *extra_options, "-o", str(out), str(src)]
+        cmd = [
+            nvcc,
+            "-cubin",
+            f"-arch={arch}",
+            "--std=c++17",
+            "--resource-usage",
+            "-lineinfo",
+            *extra_options,
+            "-o",
+            str(out),
+            str(src),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
         except subprocess.TimeoutExpired:
-            return _result(False, "nvcc", arch, start, f"nvcc timed out after {timeout_s:.0f} s", entry), None
+            return _result(
+                False, "nvcc", arch, start, f"nvcc timed out after {timeout_s:.0f} s", entry
+            ), None
         log = (proc.stdout + proc.stderr).replace(tmp + "/", "")
         if proc.returncode != 0 or not out.is_file():
             return _result(False, "nvcc", arch, start, log, entry), None
         return _result(True, "nvcc", arch, start, log, entry), out.read_bytes()
 
 
-def compile_kernel(backend: str, source: str, entry: str, arch: str,
-                   filename: str = "kernel.cu") -> tuple[CompileResult, bytes | None]:
+def compile_kernel(
+    backend: str, source: str, entry: str, arch: str, filename: str = "kernel.cu"
+) -> tuple[CompileResult, bytes | None]:
     if backend == "nvcc":
         return compile_nvcc(source, entry, arch, filename)
     return compile_nvrtc(source, entry, arch, filename)

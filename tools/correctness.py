@@ -52,7 +52,10 @@ def unwritten(name: str, runs: list[np.ndarray], poisons: list[int]) -> str:
     if n == 0:
         return ""
     first = _index(int(np.flatnonzero(mask)[0]), runs[0].shape)
-    return f"output '{name}' not fully written: {n:,} of {mask.size:,} elements untouched (first at {first})"
+    return (
+        f"output '{name}' not fully written: {n:,} of {mask.size:,} elements untouched "
+        f"(first at {first})"
+    )
 
 
 def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> Outcome:
@@ -63,9 +66,14 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
         bad = got != expected
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            return Outcome(False, f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} "
-                           f"elements (first at {_index(i, got.shape)}: got {got.flat[i]}, "
-                           f"expected {expected.flat[i]})", 0.0, 0.0)
+            return Outcome(
+                False,
+                f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} "
+                f"elements (first at {_index(i, got.shape)}: got {got.flat[i]}, "
+                f"expected {expected.flat[i]})",
+                0.0,
+                0.0,
+            )
         return Outcome(True, max_abs_err=0.0, max_rel_err=0.0)
     # Large float32 outputs against float32 expectations compare in float32: the difference of
     # two close floats is exact, and it halves the memory traffic of the largest checks.
@@ -80,8 +88,11 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
         bound += atol
         finite = bool(np.isfinite(bound).all())
         if finite and bool(np.less_equal(err, bound).all()):  # the common case, in few passes
-            return Outcome(True, max_abs_err=float(err.max()) if err.size else 0.0,
-                           max_rel_err=_max_rel(err, e))
+            return Outcome(
+                True,
+                max_abs_err=float(err.max()) if err.size else 0.0,
+                max_rel_err=_max_rel(err, e),
+            )
         bad = ~(err <= bound)  # NaN in got (or in the error) is bad
         if not finite:
             same_inf = np.isinf(g) & (g == e)
@@ -93,17 +104,25 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
         nan = np.isnan(g)
         if nan.any():
             i = int(np.flatnonzero(nan)[0])
-            return Outcome(False, f"output '{name}' has NaN at {int(nan.sum()):,} of {nan.size:,} "
-                           f"elements (first at {_index(i, got.shape)})")
+            return Outcome(
+                False,
+                f"output '{name}' has NaN at {int(nan.sum()):,} of {nan.size:,} "
+                f"elements (first at {_index(i, got.shape)})",
+            )
         i = int(np.flatnonzero(bad)[0])
         worst = int(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1.0)))
-        return Outcome(False, f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} elements "
-                       f"(max abs error {float(err.flat[worst]):.3g} at {_index(worst, got.shape)}: "
-                       f"got {float(g.flat[worst]):.6g}, expected {float(e.flat[worst]):.6g}; first at "
-                       f"{_index(i, got.shape)}; tolerance atol={atol:g} rtol={rtol:g})",
-                       float(np.nanmax(err)) if err.size else 0.0, _max_rel(err, e))
-    return Outcome(True, max_abs_err=float(err.max()) if err.size else 0.0,
-                   max_rel_err=_max_rel(err, e))
+        return Outcome(
+            False,
+            f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} elements "
+            f"(max abs error {float(err.flat[worst]):.3g} at {_index(worst, got.shape)}: "
+            f"got {float(g.flat[worst]):.6g}, expected {float(e.flat[worst]):.6g}; first at "
+            f"{_index(i, got.shape)}; tolerance atol={atol:g} rtol={rtol:g})",
+            float(np.nanmax(err)) if err.size else 0.0,
+            _max_rel(err, e),
+        )
+    return Outcome(
+        True, max_abs_err=float(err.max()) if err.size else 0.0, max_rel_err=_max_rel(err, e)
+    )
 
 
 def _max_rel(err: np.ndarray, e: np.ndarray) -> float | None:
@@ -113,7 +132,9 @@ def _max_rel(err: np.ndarray, e: np.ndarray) -> float | None:
     if err.size > (4 << 20):
         return None
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        rel = err.astype(np.float64) / np.maximum(np.abs(e.astype(np.float64)), np.finfo(np.float64).tiny)
+        rel = err.astype(np.float64) / np.maximum(
+            np.abs(e.astype(np.float64)), np.finfo(np.float64).tiny
+        )
     return float(np.nanmax(rel)) if not np.isnan(rel).all() else None
 
 
@@ -122,5 +143,7 @@ def runs_agree(name: str, first: np.ndarray, second: np.ndarray, atol: float, rt
     outcome = compare(name, second, first, atol, rtol)
     if outcome.ok:
         return ""
-    return (f"output '{name}' differs between two runs with different poison: the kernel reads "
-            f"memory it did not write, or races")
+    return (
+        f"output '{name}' differs between two runs with different poison: the kernel reads "
+        f"memory it did not write, or races"
+    )

@@ -55,9 +55,12 @@ def parse(text: str | int | float) -> ast.expr:
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, int | float):
                 raise ExprError(f"{text!r}: only numbers are allowed, not {node.value!r}")
-        elif not isinstance(
-            node, ast.BinOp | ast.UnaryOp | ast.Name | ast.Load | ast.USub | ast.UAdd
-        ) and type(node) not in _BINOPS:
+        elif (
+            not isinstance(
+                node, ast.BinOp | ast.UnaryOp | ast.Name | ast.Load | ast.USub | ast.UAdd
+            )
+            and type(node) not in _BINOPS
+        ):
             raise ExprError(f"{text!r}: {type(node).__name__} is not allowed")
     return tree
 
@@ -75,7 +78,7 @@ def evaluate(text: str | int | float, env: Mapping[str, int | float]) -> float:
 
     def ev(node: ast.expr) -> float:
         if isinstance(node, ast.Constant):
-            return node.value  # type: ignore[no-any-return]
+            return float(node.value) if isinstance(node.value, float) else int(node.value)  # type: ignore[arg-type]
         if isinstance(node, ast.Name):
             if node.id not in env:
                 raise ExprError(f"unknown size {node.id!r} (known: {', '.join(sorted(env))})")

@@ -22,7 +22,9 @@ class KernelBenchTask(BaseModel):
     name: str
     path: str
     source: str
-    size_globals: dict[str, int]  # module-level int constants; batch_size is varied for held-out checks
+    size_globals: dict[
+        str, int
+    ]  # module-level int constants; batch_size is varied for held-out checks
 
 
 class KernelBenchCandidate(BaseModel):
@@ -64,8 +66,11 @@ def load_kernelbench_task(path: Path) -> KernelBenchTask:
     path = path.resolve()
     source, tree = _parse(path)
     names = _top_names(tree)
-    for needed, kind in (("Model", ast.ClassDef), ("get_inputs", ast.FunctionDef),
-                         ("get_init_inputs", ast.FunctionDef)):
+    for needed, kind in (
+        ("Model", ast.ClassDef),
+        ("get_inputs", ast.FunctionDef),
+        ("get_init_inputs", ast.FunctionDef),
+    ):
         if not isinstance(names.get(needed), kind):
             what = "class" if kind is ast.ClassDef else "function"
             raise TaskError(path, needed, f"missing: a KernelBench problem defines {what} {needed}")
@@ -75,9 +80,13 @@ def load_kernelbench_task(path: Path) -> KernelBenchTask:
         raise TaskError(path, "Model.forward", "missing: Model must define forward()")
     sizes = {}
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Constant)
-                and type(node.value.value) is int):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and type(node.value.value) is int
+        ):
             sizes[node.targets[0].id] = node.value.value
     return KernelBenchTask(name=path.stem, path=str(path), source=source, size_globals=sizes)
 

@@ -28,8 +28,22 @@ BUSY_PCT = 60.0
 
 def command(entry: str, log_path: str) -> list[str]:
     ncu = shutil.which("ncu") or "ncu"
-    return [ncu, "--csv", "--page", "raw", "--clock-control", "none", "--metrics", ",".join(METRICS),
-            "-k", f"regex:^{entry}$", "-c", "1", "--log-file", log_path]
+    return [
+        ncu,
+        "--csv",
+        "--page",
+        "raw",
+        "--clock-control",
+        "none",
+        "--metrics",
+        ",".join(METRICS),
+        "-k",
+        f"regex:^{entry}$",
+        "-c",
+        "1",
+        "--log-file",
+        log_path,
+    ]
 
 
 def bottleneck(sm_pct: float | None, memory_pct: float | None) -> str:
@@ -49,23 +63,38 @@ def _number(text: str) -> float | None:
         return None
 
 
-_TIME_SCALE_MS = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0,
-                  "msecond": 1.0, "s": 1e3, "second": 1e3}
+_TIME_SCALE_MS = {
+    "ns": 1e-6,
+    "nsecond": 1e-6,
+    "us": 1e-3,
+    "usecond": 1e-3,
+    "ms": 1.0,
+    "msecond": 1.0,
+    "s": 1e3,
+    "second": 1e3,
+}
 
 
 def parse(output: str) -> ProfileResult:
-    """A ProfileResult from `ncu --csv --page raw` output, or why profiling is unavailable (pure)."""
+    """A ProfileResult from `ncu --csv --page raw` output, or why there is none (pure)."""
     if "ERR_NVGPUCTRPERM" in output:
-        return ProfileResult(available=False, reason="profiling unavailable: no permission for GPU "
-                             "performance counters (ERR_NVGPUCTRPERM); see "
-                             "https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+        return ProfileResult(
+            available=False,
+            reason="profiling unavailable: no permission for GPU "
+            "performance counters (ERR_NVGPUCTRPERM); see "
+            "https://developer.nvidia.com/ERR_NVGPUCTRPERM",
+        )
     lines = [ln for ln in output.splitlines() if ln.startswith('"')]
     if len(lines) < 3:
         for ln in output.splitlines():
             if ln.startswith("==ERROR==") or "No kernels were profiled" in ln:
-                return ProfileResult(available=False, reason="profiling unavailable: "
-                                     + ln.split("==", 2)[-1].strip())
-        return ProfileResult(available=False, reason="profiling unavailable: ncu printed no metrics")
+                return ProfileResult(
+                    available=False,
+                    reason="profiling unavailable: " + ln.split("==", 2)[-1].strip(),
+                )
+        return ProfileResult(
+            available=False, reason="profiling unavailable: ncu printed no metrics"
+        )
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
     header, units, data = rows[0], rows[1], rows[2]
     col = {name: i for i, name in enumerate(header)}
@@ -84,7 +113,15 @@ def parse(output: str) -> ProfileResult:
         else:
             values[key] = value
     name = data[col["Kernel Name"]] if "Kernel Name" in col else ""
-    mem = max((v for v in (values.get("dram_pct"), values.get("memory_pct")) if v is not None),
-              default=None)
-    return ProfileResult(available=True, kernel_name=name,
-                         bottleneck=bottleneck(values.get("sm_pct"), mem), **values)  # type: ignore[arg-type]
+    mem = max(
+        (v for v in (values.get("dram_pct"), values.get("memory_pct")) if v is not None),
+        default=None,
+    )
+    return ProfileResult.model_validate(
+        {
+            "available": True,
+            "kernel_name": name,
+            "bottleneck": bottleneck(values.get("sm_pct"), mem),
+            **values,
+        }
+    )

@@ -1,5 +1,6 @@
 """NVML through nvidia-ml-py: the device's name, architecture, clocks, temperature and the
-reasons its clocks are held down. The controller reads these itself; a candidate cannot fake them."""
+reasons its clocks are held down. The controller reads these itself: a candidate cannot fake
+them."""
 
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def nvml() -> Iterator[Any]:
             pynvml.nvmlInit()
             _initialised = True
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        raise NoGpuError(f"no NVIDIA GPU here: NVML unavailable ({exc}); kernelwright needs an "
-                         "NVIDIA GPU and its driver") from None
+        raise NoGpuError(
+            f"no NVIDIA GPU here: NVML unavailable ({exc}); kernelwright needs an "
+            "NVIDIA GPU and its driver"
+        ) from None
     yield pynvml
 
 
@@ -63,8 +66,9 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def device_info(pci_bus_id: str | None = None, sm_count: int | None = None,
-                l2_bytes: int | None = None) -> DeviceInfo:
+def device_info(
+    pci_bus_id: str | None = None, sm_count: int | None = None, l2_bytes: int | None = None
+) -> DeviceInfo:
     with nvml() as n:
         h = _handle(n, pci_bus_id)
         major, minor = n.nvmlDeviceGetCudaComputeCapability(h)
@@ -81,10 +85,13 @@ def device_info(pci_bus_id: str | None = None, sm_count: int | None = None,
             fp32_per_sm = 128 if major >= 8 and (major, minor) != (8, 0) else 64
             peak_tflops = sm_count * fp32_per_sm * 2 * sm_mhz * 1e6 / 1e12
         return DeviceInfo(
-            name=_text(n.nvmlDeviceGetName(h)), arch=f"sm_{major}{minor}",
+            name=_text(n.nvmlDeviceGetName(h)),
+            arch=f"sm_{major}{minor}",
             driver_version=_text(n.nvmlSystemGetDriverVersion()),
             memory_total_bytes=int(n.nvmlDeviceGetMemoryInfo(h).total),
-            sm_count=sm_count, l2_bytes=l2_bytes, peak_dram_gbps=peak_gbps,
+            sm_count=sm_count,
+            l2_bytes=l2_bytes,
+            peak_dram_gbps=peak_gbps,
             peak_fp32_tflops=peak_tflops,
         )
 

@@ -13,25 +13,47 @@ from .sandbox import Sandbox, WorkerFailure
 from .spec import CudaCandidate, CudaTask
 
 
-def profile(task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate,
-            backend: str = "nvrtc", timeout_s: float = 180.0) -> ProfileResult:
+def profile(
+    task: CudaTask | KernelBenchTask,
+    candidate: CudaCandidate | KernelBenchCandidate,
+    backend: str = "nvrtc",
+    timeout_s: float = 180.0,
+) -> ProfileResult:
     """Nsight Compute metrics of one launch at the bench size, or why there are none."""
     if isinstance(task, KernelBenchTask) or isinstance(candidate, KernelBenchCandidate):
-        return ProfileResult(available=False, reason="profiling unavailable: Nsight Compute "
-                             "profiling covers CUDA tasks; KernelBench problems are timed only")
+        return ProfileResult(
+            available=False,
+            reason="profiling unavailable: Nsight Compute "
+            "profiling covers CUDA tasks; KernelBench problems are timed only",
+        )
     if shutil.which("ncu") is None:
-        return ProfileResult(available=False, reason="profiling unavailable: ncu not found on PATH "
-                             "(install Nsight Compute)")
+        return ProfileResult(
+            available=False,
+            reason="profiling unavailable: ncu not found on PATH (install Nsight Compute)",
+        )
     box = Sandbox("profile", channel=False)
     log, job_file = box.scratch / "ncu.csv", box.scratch / "job.json"
     # ncu talks to its library inside the worker over local sockets: no private network here.
-    job = {"role": "profile", "task": task.model_dump(), "trials": [], "backend": backend,
-           "limits": {"no_network": 0},
-           "candidate": {"source": candidate.source,
-                         "launch": candidate.launch.model_dump() if candidate.launch else None}}
+    job = {
+        "role": "profile",
+        "task": task.model_dump(),
+        "trials": [],
+        "backend": backend,
+        "limits": {"no_network": 0},
+        "candidate": {
+            "source": candidate.source,
+            "launch": candidate.launch.model_dump() if candidate.launch else None,
+        },
+    }
     job_file.write_text(json.dumps(job))
-    box.command = [*ncu.command(task.entry, str(log)), sys.executable, "-m",
-                   "kernelwright.tools.worker", "--job", str(job_file)]
+    box.command = [
+        *ncu.command(task.entry, str(log)),
+        sys.executable,
+        "-m",
+        "kernelwright.tools.worker",
+        "--job",
+        str(job_file),
+    ]
     with box:
         try:
             box.wait(timeout_s, "profiling")

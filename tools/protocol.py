@@ -37,7 +37,9 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[n:]
 
 
-def write_message(fd: int, header: dict[str, Any], arrays: Sequence[bytes | memoryview] = ()) -> None:
+def write_message(
+    fd: int, header: dict[str, Any], arrays: Sequence[bytes | memoryview] = ()
+) -> None:
     header = {**header, "arrays": [memoryview(a).nbytes for a in arrays]}
     write_frame(fd, json.dumps(header).encode())
     for a in arrays:

@@ -48,8 +48,9 @@ class CheckResult(Result):
     ok: bool
     reason: str
     trials: tuple[TrialResult, ...] = ()
-    reference: Literal["float64 reference", "reference kernel", "PyTorch eager",
-                       "PyTorch eager in float64"] = "reference kernel"
+    reference: Literal[
+        "float64 reference", "reference kernel", "PyTorch eager", "PyTorch eager in float64"
+    ] = "reference kernel"
 
 
 class KernelTiming(Result):

@@ -83,8 +83,16 @@ def poisoned(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
 class CudaRunner:
     """One compiled kernel of a CUDA task, launched with the task's arguments."""
 
-    def __init__(self, task: CudaTask, source: str, launch: LaunchSpec | None, scratch: Path,
-                 backend: str, arch: str, tag: str) -> None:
+    def __init__(
+        self,
+        task: CudaTask,
+        source: str,
+        launch: LaunchSpec | None,
+        scratch: Path,
+        backend: str,
+        arch: str,
+        tag: str,
+    ) -> None:
         self.task = task
         self.launch_spec = launch or task.launch
         self.compile_result: CompileResult
@@ -96,12 +104,18 @@ class CudaRunner:
             self.fn = cupy.RawModule(path=str(path)).get_function(task.entry)
 
     def inputs(self, sizes: dict[str, int], seed: int) -> dict[str, Any]:
-        return {a.name: generate(a, self.task.shape(a, sizes), seed * 7919 + i)
-                for i, a in enumerate(self.task.args) if a.role in ("in", "inout")}
+        return {
+            a.name: generate(a, self.task.shape(a, sizes), seed * 7919 + i)
+            for i, a in enumerate(self.task.args)
+            if a.role in ("in", "inout")
+        }
 
     def outputs(self, sizes: dict[str, int], poison: int) -> dict[str, Any]:
-        return {a.name: poisoned(self.task.shape(a, sizes), a.dtype, poison)
-                for a in self.task.args if a.role == "out"}
+        return {
+            a.name: poisoned(self.task.shape(a, sizes), a.dtype, poison)
+            for a in self.task.args
+            if a.role == "out"
+        }
 
     def bind(self, arrays: dict[str, Any], sizes: dict[str, int]) -> Callable[[], None]:
         """A call that launches the kernel on these arrays: nothing left to evaluate in it."""
@@ -139,7 +153,9 @@ class TorchRunner:
         self.problem = load_module(problem_path, "kw_problem")
         self.module = load_module(module_path, "kw_candidate") if module_path else self.problem
         if not hasattr(self.module, class_name):
-            raise AttributeError(f"{Path(module_path or problem_path).name} defines no {class_name}")
+            raise AttributeError(
+                f"{Path(module_path or problem_path).name} defines no {class_name}"
+            )
         self.cls = getattr(self.module, class_name)
 
     def _apply(self, overrides: dict[str, int]) -> None:
@@ -164,8 +180,12 @@ class TorchRunner:
 
     def input_digest(self, inputs: list[Any]) -> list[str]:
         torch = self.torch
-        return [hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
-                if isinstance(x, torch.Tensor) else repr(x) for x in inputs]
+        return [
+            hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+            if isinstance(x, torch.Tensor)
+            else repr(x)
+            for x in inputs
+        ]
 
     def poison_allocator(self, nbytes: int) -> None:
         """Fill memory the caching allocator will hand out next with NaN, then free it."""

@@ -19,9 +19,22 @@ from typing import Any
 from .protocol import FrameReader, FrameTimeout, ProtocolError, write_message
 
 # Variables a worker keeps; everything else (tokens, SSH agents, proxies) is dropped.
-_KEEP = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES",
-         "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "LANG", "LC_ALL", "NCCL_NVLS_ENABLE",
-         "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST")
+_KEEP = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "LANG",
+    "LC_ALL",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "TORCH_CUDA_ARCH_LIST",
+)
 
 
 _F_SETPIPE_SZ = 1031
@@ -41,9 +54,15 @@ def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str
     # The worker must import kernelwright exactly as the controller does.
     paths = [p for p in sys.path if p and Path(p).is_dir()]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env.update(HOME=str(scratch), TMPDIR=str(scratch), CUPY_CACHE_DIR=str(cupy_cache or scratch / "cupy"),
-               TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONDONTWRITEBYTECODE="1",
-               PYTHONUNBUFFERED="1", XDG_CACHE_HOME=str(scratch / "cache"))
+    env.update(
+        HOME=str(scratch),
+        TMPDIR=str(scratch),
+        CUPY_CACHE_DIR=str(cupy_cache or scratch / "cupy"),
+        TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1",
+        XDG_CACHE_HOME=str(scratch / "cache"),
+    )
     env.setdefault("LANG", "C.UTF-8")
     return env
 
@@ -51,9 +70,14 @@ def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str
 class Sandbox:
     """One worker process. Use as a context manager: the process group dies on exit."""
 
-    def __init__(self, label: str, host_memory_bytes: int = 16 << 30,
-                 command: list[str] | None = None, channel: bool = True,
-                 cupy_cache: Path | None = None) -> None:
+    def __init__(
+        self,
+        label: str,
+        host_memory_bytes: int = 16 << 30,
+        command: list[str] | None = None,
+        channel: bool = True,
+        cupy_cache: Path | None = None,
+    ) -> None:
         self.label = label
         # CuPy's own kernels (fill, astype, random) compile once into a cache. It is shared only
         # with workers that run no host code of a candidate's: CUDA tasks, never KernelBench glue.
@@ -73,8 +97,13 @@ class Sandbox:
         try:
             pipe = subprocess.PIPE if self.channel else subprocess.DEVNULL
             self.proc = subprocess.Popen(
-                self.command, stdin=pipe, stdout=pipe if self.channel else log, stderr=log,
-                cwd=self.scratch, env=scrubbed_env(self.scratch, self.cupy_cache), close_fds=True,
+                self.command,
+                stdin=pipe,
+                stdout=pipe if self.channel else log,
+                stderr=log,
+                cwd=self.scratch,
+                env=scrubbed_env(self.scratch, self.cupy_cache),
+                close_fds=True,
                 start_new_session=True,
             )
         finally:
@@ -105,24 +134,18 @@ class Sandbox:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream:
                 stream.close()
         if self.reader:
             self.reader.close()
         # A group that outlived its leader (a forked helper) goes too.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def wait(self, timeout_s: float, phase: str) -> int:
         """Wait for a worker without a channel to exit; kill it past the deadline."""
@@ -166,8 +189,10 @@ class Sandbox:
     def _watch(self) -> None:
         if self._rss_bytes() > self.host_memory_bytes:
             self.kill()
-            raise WorkerFailure("crashed", f"killed: host memory above "
-                                f"{self.host_memory_bytes / (1 << 20):,.0f} MiB")
+            raise WorkerFailure(
+                "crashed",
+                f"killed: host memory above {self.host_memory_bytes / (1 << 20):,.0f} MiB",
+            )
 
     def _died(self, phase: str) -> WorkerFailure:
         assert self.proc is not None
@@ -176,9 +201,14 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             code = None
         tail = self.log_tail()
-        how = f"exit code {code}" if code is not None and code >= 0 else (
-            f"signal {signal.Signals(-code).name}" if code is not None else "no exit")
-        return WorkerFailure("crashed", f"worker died {phase} ({how})" + (f": {tail}" if tail else ""))
+        how = (
+            f"exit code {code}"
+            if code is not None and code >= 0
+            else (f"signal {signal.Signals(-code).name}" if code is not None else "no exit")
+        )
+        return WorkerFailure(
+            "crashed", f"worker died {phase} ({how})" + (f": {tail}" if tail else "")
+        )
 
     def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[bytes]]:
         """The next message, or WorkerFailure: a hang past the deadline is killed."""
@@ -187,8 +217,9 @@ class Sandbox:
             header, arrays = self.reader.read_message(time.monotonic() + timeout_s, self._watch)
         except FrameTimeout:
             self.kill()
-            raise WorkerFailure("timeout", f"killed after {timeout_s:.0f} s with no progress "
-                                f"({phase})") from None
+            raise WorkerFailure(
+                "timeout", f"killed after {timeout_s:.0f} s with no progress ({phase})"
+            ) from None
         except ProtocolError as exc:
             if self.reader.closed:
                 raise self._died(phase) from None

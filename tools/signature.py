@@ -42,9 +42,7 @@ def find_params(source: str, entry: str) -> list[Param] | None:
         r"(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
         r"(?:__launch_bounds__\s*\([^)]*\)\s*)?" + re.escape(entry) + r"\s*\(([^)]*)\)"
     )
-    alt = (
-        r'__global__\s+extern\s+"C"\s+void\s+' + re.escape(entry) + r"\s*\(([^)]*)\)"
-    )
+    alt = r'__global__\s+extern\s+"C"\s+void\s+' + re.escape(entry) + r"\s*\(([^)]*)\)"
     match = re.search(pattern, text) or re.search(alt, text)
     if not match:
         return None

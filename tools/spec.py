@@ -74,8 +74,12 @@ class CudaTask(Frozen):
         return sorted(self.bench)
 
 
-def launch_plan(task: CudaTask, launch: LaunchSpec, arrays: dict[str, Any], sizes: dict[str, int],
-                ) -> tuple[tuple[int, ...], tuple[int, ...], int, tuple[Any, ...]]:
+def launch_plan(
+    task: CudaTask,
+    launch: LaunchSpec,
+    arrays: dict[str, Any],
+    sizes: dict[str, int],
+) -> tuple[tuple[int, ...], tuple[int, ...], int, tuple[Any, ...]]:
     """Grid, block, dynamic shared memory and the kernel's arguments, resolved once per size.
 
     Done outside the timed region: evaluating the expressions costs tens of microseconds.
@@ -172,7 +176,9 @@ def _args(path: Path, raw: Any, sizes: set[str]) -> tuple[ArgSpec, ...]:
             raise _fail(path, f"{where}.{sorted(unknown)[0]}", "unknown field")
         dtype, role = item.get("dtype"), item.get("role")
         if dtype not in DTYPES:
-            raise _fail(path, f"{where}.dtype", f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
+            raise _fail(
+                path, f"{where}.dtype", f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})"
+            )
         if role not in ROLES:
             raise _fail(path, f"{where}.role", f"unknown role {role!r} (one of {', '.join(ROLES)})")
         if role == "scalar":
@@ -185,11 +191,15 @@ def _args(path: Path, raw: Any, sizes: set[str]) -> tuple[ArgSpec, ...]:
             continue
         shape = item.get("shape")
         if not isinstance(shape, list) or not shape:
-            raise _fail(path, f"{where}.shape", "expected a list of expressions, e.g. [\"N\"]")
+            raise _fail(path, f"{where}.shape", 'expected a list of expressions, e.g. ["N"]')
         shape_t = tuple(_check_expr(path, f"{where}.shape", s, sizes) for s in shape)
         init = item.get("init", "uniform")
         if init not in INITS and not _is_randint(init):
-            raise _fail(path, f"{where}.init", f"unknown init {init!r} (uniform, normal, positive, randint:LO:HI)")
+            raise _fail(
+                path,
+                f"{where}.init",
+                f"unknown init {init!r} (uniform, normal, positive, randint:LO:HI)",
+            )
         if _is_randint(init) and dtype in FLOAT_DTYPES:
             raise _fail(path, f"{where}.init", "randint is for integer dtypes")
         args.append(ArgSpec(name=name, dtype=dtype, role=role, shape=shape_t, init=init))
@@ -202,36 +212,65 @@ def _is_randint(init: Any) -> bool:
     if not isinstance(init, str) or not init.startswith("randint:"):
         return False
     parts = init.split(":")
-    return len(parts) == 3 and all(p.lstrip("-").isdigit() for p in parts[1:]) and int(parts[1]) < int(parts[2])
+    return (
+        len(parts) == 3
+        and all(p.lstrip("-").isdigit() for p in parts[1:])
+        and int(parts[1]) < int(parts[2])
+    )
 
 
-def check_signature(source_path: Path, source: str, entry: str, args: tuple[ArgSpec, ...],
-                    spec_path: Path) -> None:
+def check_signature(
+    source_path: Path, source: str, entry: str, args: tuple[ArgSpec, ...], spec_path: Path
+) -> None:
     """Refuse a kernel whose parameters do not match the declared arguments."""
     params = find_params(source, entry)
     if params is None:
         if is_global_kernel(source, entry):
-            raise _fail(source_path, "entry", f'kernel {entry!r} must be declared extern "C" __global__')
+            raise _fail(
+                source_path, "entry", f'kernel {entry!r} must be declared extern "C" __global__'
+            )
         raise _fail(source_path, "entry", f"no __global__ function named {entry!r}")
     if len(params) != len(args):
-        raise _fail(spec_path, "args", f"{len(args)} arguments declared, but {entry}() in "
-                    f"{source_path.name} takes {len(params)}")
+        raise _fail(
+            spec_path,
+            "args",
+            f"{len(args)} arguments declared, but {entry}() in "
+            f"{source_path.name} takes {len(params)}",
+        )
     for i, (param, arg) in enumerate(zip(params, args, strict=True)):
         where = f"args[{i}] ({arg.name})"
         if param.pointer != (arg.role != "scalar"):
             kind = "a pointer" if param.pointer else "a value"
-            raise _fail(spec_path, where, f"role {arg.role} does not match {entry}()'s parameter "
-                        f"{param.name!r}, which is {kind}")
+            raise _fail(
+                spec_path,
+                where,
+                f"role {arg.role} does not match {entry}()'s parameter "
+                f"{param.name!r}, which is {kind}",
+            )
         if param.ctype and not ctype_matches(param.ctype, arg.dtype):
-            raise _fail(spec_path, f"{where}.dtype", f"{arg.dtype} does not match {param.ctype!r} "
-                        f"of parameter {param.name!r} in {source_path.name}")
+            raise _fail(
+                spec_path,
+                f"{where}.dtype",
+                f"{arg.dtype} does not match {param.ctype!r} "
+                f"of parameter {param.name!r} in {source_path.name}",
+            )
 
 
 def load_cuda_task(spec_path: Path) -> CudaTask:
     spec_path = spec_path.resolve()
     raw = _read_toml(spec_path)
-    allowed = {"entry", "description", "name", "source", "sizes", "args", "launch", "tolerance",
-               "roofline", "reference"}
+    allowed = {
+        "entry",
+        "description",
+        "name",
+        "source",
+        "sizes",
+        "args",
+        "launch",
+        "tolerance",
+        "roofline",
+        "reference",
+    }
     for key in raw:
         if key not in allowed:
             raise _fail(spec_path, key, "unknown field")
@@ -250,8 +289,12 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
     known = set(bench)
     checks_raw = sizes_raw.get("checks")
     if not isinstance(checks_raw, list) or not checks_raw:
-        raise _fail(spec_path, "sizes.checks", "give at least one extra size to check, e.g. [{ N = 1000 }]")
-    checks = tuple(_sizes(spec_path, f"sizes.checks[{i}]", c, known) for i, c in enumerate(checks_raw))
+        raise _fail(
+            spec_path, "sizes.checks", "give at least one extra size to check, e.g. [{ N = 1000 }]"
+        )
+    checks = tuple(
+        _sizes(spec_path, f"sizes.checks[{i}]", c, known) for i, c in enumerate(checks_raw)
+    )
     multiple_of = {}
     if "multiple_of" in sizes_raw:
         mo = sizes_raw["multiple_of"]
@@ -261,26 +304,52 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
                 raise _fail(spec_path, f"sizes.multiple_of.{key}", "not a size in sizes.bench")
             for i, s in enumerate((bench, *checks)):
                 if s[key] % m:
-                    raise _fail(spec_path, "sizes", f"size set {i} has {key}={s[key]}, not a multiple of {m}")
+                    raise _fail(
+                        spec_path,
+                        "sizes",
+                        f"size set {i} has {key}={s[key]}, not a multiple of {m}",
+                    )
     args = _args(spec_path, raw.get("args"), known)
     launch = parse_launch(spec_path, raw.get("launch"), known)
     tol = raw.get("tolerance", {})
     for key, value in tol.items():
-        if key not in ("atol", "rtol") or isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise _fail(spec_path, f"tolerance.{key}", "expected atol or rtol, a non-negative number")
+        if (
+            key not in ("atol", "rtol")
+            or isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value < 0
+        ):
+            raise _fail(
+                spec_path, f"tolerance.{key}", "expected atol or rtol, a non-negative number"
+            )
     roof = raw.get("roofline", {})
     for key in roof:
         if key not in ("bytes", "flops"):
             raise _fail(spec_path, f"roofline.{key}", "unknown field (bytes, flops)")
-    rbytes = _check_expr(spec_path, "roofline.bytes", roof["bytes"], known) if "bytes" in roof else ""
-    rflops = _check_expr(spec_path, "roofline.flops", roof["flops"], known) if "flops" in roof else ""
+    rbytes = (
+        _check_expr(spec_path, "roofline.bytes", roof["bytes"], known) if "bytes" in roof else ""
+    )
+    rflops = (
+        _check_expr(spec_path, "roofline.flops", roof["flops"], known) if "flops" in roof else ""
+    )
     reference = _reference(spec_path, raw.get("reference", {}))
     check_signature(source_path, source, entry, args, spec_path)
     task = CudaTask(
-        name=str(raw.get("name", spec_path.stem)), path=str(spec_path), source_path=str(source_path),
-        source=source, entry=entry, description=str(raw.get("description", "")), args=args,
-        bench=bench, checks=checks, multiple_of=multiple_of, launch=launch,
-        atol=tol.get("atol"), rtol=tol.get("rtol"), roofline_bytes=rbytes, roofline_flops=rflops,
+        name=str(raw.get("name", spec_path.stem)),
+        path=str(spec_path),
+        source_path=str(source_path),
+        source=source,
+        entry=entry,
+        description=str(raw.get("description", "")),
+        args=args,
+        bench=bench,
+        checks=checks,
+        multiple_of=multiple_of,
+        launch=launch,
+        atol=tol.get("atol"),
+        rtol=tol.get("rtol"),
+        roofline_bytes=rbytes,
+        roofline_flops=rflops,
         reference_python=reference,
     )
     for i, sizes in enumerate((bench, *checks)):  # every shape and launch must evaluate
@@ -290,7 +359,9 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
             try:
                 shape = task.shape(arg, sizes)
             except expr.ExprError as exc:
-                raise _fail(spec_path, f"args ({arg.name}).shape", f"at size set {i}: {exc}") from None
+                raise _fail(
+                    spec_path, f"args ({arg.name}).shape", f"at size set {i}: {exc}"
+                ) from None
             if min(shape) < 1:
                 raise _fail(spec_path, f"args ({arg.name}).shape", f"empty at size set {i}")
         try:
@@ -305,7 +376,7 @@ def _reference(spec_path: Path, raw: Any) -> str:
         return ""
     value = raw.get("python") if isinstance(raw, dict) else None
     if not isinstance(value, str) or value.count(":") != 1:
-        raise _fail(spec_path, "reference.python", "expected \"file.py:function\"")
+        raise _fail(spec_path, "reference.python", 'expected "file.py:function"')
     file, func = value.split(":")
     ref_path = (spec_path.parent / file).resolve()
     if not ref_path.is_file():

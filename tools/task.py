@@ -30,7 +30,9 @@ def load_task(path: str | Path) -> Task:
         if named.is_file():
             return load_cuda_task(named)
         if len(tomls) > 1:
-            raise TaskError(p, "", f"several task files here ({', '.join(t.name for t in tomls)}): name one")
+            raise TaskError(
+                p, "", f"several task files here ({', '.join(t.name for t in tomls)}): name one"
+            )
         problems = [f for f in sorted(p.glob("*.py")) if looks_like_kernelbench(f)]
         if len(problems) == 1:
             return load_kernelbench_task(problems[0])

@@ -30,9 +30,16 @@ extern "C" __global__ void kw_l2_flush(const int4* buf, unsigned long long n, in
 """
 
 
-def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: int,
-            l2_bytes: int, budget_s: float = 0.5, min_rounds: int = 15, max_rounds: int = 300,
-            warmup: int = 3) -> dict[str, Any]:
+def measure(
+    ref: Callable[[int], Any],
+    cand: Callable[[int], Any],
+    input_sets: int,
+    l2_bytes: int,
+    budget_s: float = 0.5,
+    min_rounds: int = 15,
+    max_rounds: int = 300,
+    warmup: int = 3,
+) -> dict[str, Any]:
     """Alternate ref and cand over rounds; return raw per-call event and host times (ms).
 
     Runs in the worker. Each sample: flush L2 (read a 2x-L2 buffer) and synchronize, record start,
@@ -70,7 +77,10 @@ def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: i
     est = [sample(fn, 0, 0)[0] for fn in (ref, cand) for _ in range(2)]
     per_round_s = 2 * (max(est) + 0.05) / 1e3 + 2 * flush_bytes / 1e12
     rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
-    ref_ms, cand_ms, ref_host, cand_host = [], [], [], []
+    ref_ms: list[float] = []
+    cand_ms: list[float] = []
+    ref_host: list[float] = []
+    cand_host: list[float] = []
     for r in range(rounds):
         k = r % input_sets
         order = ((ref, ref_ms, ref_host), (cand, cand_ms, cand_host))
@@ -78,22 +88,37 @@ def measure(ref: Callable[[int], Any], cand: Callable[[int], Any], input_sets: i
             ev, wall = sample(fn, k, r)
             events.append(ev)
             host.append(wall)
-    return {"ref_ms": ref_ms, "cand_ms": cand_ms, "ref_host_ms": ref_host,
-            "cand_host_ms": cand_host, "rounds": rounds, "l2_flush_bytes": flush_bytes}
+    return {
+        "ref_ms": ref_ms,
+        "cand_ms": cand_ms,
+        "ref_host_ms": ref_host,
+        "cand_host_ms": cand_host,
+        "rounds": rounds,
+        "l2_flush_bytes": flush_bytes,
+    }
 
 
 def summarize(samples: Sequence[float]) -> KernelTiming:
     """Median with its spread (interquartile range), min and max (pure)."""
     xs = sorted(samples)
     q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-    return KernelTiming(median_ms=statistics.median(xs), iqr_ms=q[2] - q[0], min_ms=xs[0],
-                        max_ms=xs[-1], samples=len(xs))
+    return KernelTiming(
+        median_ms=statistics.median(xs),
+        iqr_ms=q[2] - q[0],
+        min_ms=xs[0],
+        max_ms=xs[-1],
+        samples=len(xs),
+    )
 
 
 def speedup(ref_ms: Sequence[float], cand_ms: Sequence[float]) -> tuple[float, float]:
     """Median and IQR of the per-round ratios reference / candidate (pure)."""
     ratios = sorted(r / c if c > 0 else float("inf") for r, c in zip(ref_ms, cand_ms, strict=True))
-    q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [ratios[0]] * 3
+    q = (
+        statistics.quantiles(ratios, n=4, method="inclusive")
+        if len(ratios) > 1
+        else [ratios[0]] * 3
+    )
     return statistics.median(ratios), q[2] - q[0]
 
 
@@ -112,8 +137,12 @@ def host_clock_problem(event_ms: Sequence[float], host_ms: Sequence[float]) -> s
     return ""
 
 
-def roofline_floor_ms(bytes_moved: float | None, flops: float | None, peak_gbps: float | None,
-                      peak_fp32_tflops: float | None) -> float | None:
+def roofline_floor_ms(
+    bytes_moved: float | None,
+    flops: float | None,
+    peak_gbps: float | None,
+    peak_fp32_tflops: float | None,
+) -> float | None:
     """The least time the work could take (pure). FLOPs are set against 16x the fp32 rate, a
     bound above any tensor-core rate for these dtypes, so the floor only rejects the impossible."""
     floors = []

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .spec import CudaCandidate, CudaTask
 from .timing import host_clock_problem, roofline_floor_ms, speedup, summarize
 
 Progress = Callable[[str], None]
+Phase = Literal["check", "post-timing"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,12 @@ class Trial:
 def _poisons(rng: random.Random, n: int) -> tuple[int, ...]:
     """A quiet-NaN pattern (at 2, 4 and 8 bytes), then its complement, a large finite number:
     the two differ at every width, so no correct value can look untouched in both runs."""
-    first = (0x7FF8 << 48) | (rng.getrandbits(16) << 32) | (0x7FC0 << 16) | (0x7E00 | rng.getrandbits(8))
+    first = (
+        (0x7FF8 << 48)
+        | (rng.getrandbits(16) << 32)
+        | (0x7FC0 << 16)
+        | (0x7E00 | rng.getrandbits(8))
+    )
     return (first, ~first & ((1 << 64) - 1))[:n]
 
 
@@ -86,8 +92,9 @@ def held_out_sizes(task: CudaTask, rng: random.Random) -> dict[str, int]:
     return sizes
 
 
-def plan_trials(task: CudaTask | KernelBenchTask, rng: random.Random,
-                min_trials: int = 5) -> tuple[list[Trial], Trial]:
+def plan_trials(
+    task: CudaTask | KernelBenchTask, rng: random.Random, min_trials: int = 5
+) -> tuple[list[Trial], Trial]:
     """Trials over at least two shapes, one held out; plus the post-timing trial."""
     seed = lambda: secrets.randbits(31)  # noqa: E731 - unpredictable to the candidate
     if isinstance(task, CudaTask):
@@ -97,15 +104,18 @@ def plan_trials(task: CudaTask | KernelBenchTask, rng: random.Random,
     else:
         bench, shapes = {}, [{}]
         batch = task.size_globals.get("batch_size")
-        held = {"batch_size": max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))} if batch else {}
-        if held.get("batch_size") == batch:
+        # A problem without a batch_size global has one shape only: nothing can be held out.
+        held = (
+            {"batch_size": max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))} if batch else {}
+        )
+        if batch and held["batch_size"] == batch:
             held = {"batch_size": batch + 1}
     # The bench size is checked once, right after timing (the post trial): checking it before
     # as well would double the largest transfers, and a kernel wrong at the small sizes is
     # never timed.
     trials = [] if isinstance(task, CudaTask) else [Trial(bench, seed(), _poisons(rng, 1))]
     trials += [Trial(s, seed(), _poisons(rng, 2)) for s in shapes]
-    trials.append(Trial(held, seed(), _poisons(rng, 2), held_out=True))
+    trials.append(Trial(held, seed(), _poisons(rng, 2), held_out=bool(held)))
     while len(trials) < min_trials:
         trials.append(Trial(rng.choice(shapes), seed(), _poisons(rng, 2)))
     return trials, Trial(bench, seed(), _poisons(rng, 1))
@@ -115,24 +125,34 @@ def _describe(sizes: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "as given"
 
 
-def _expected_arrays(task: CudaTask | KernelBenchTask, trial: Trial, header: dict[str, Any],
-                     arrays: list[bytes]) -> list[tuple[str, np.ndarray, str]]:
+def _expected_arrays(
+    task: CudaTask | KernelBenchTask, trial: Trial, header: dict[str, Any], arrays: list[bytes]
+) -> list[tuple[str, np.ndarray, str]]:
     """(name, expected array, native dtype) for each output, from the reference worker."""
     out = []
     if isinstance(task, CudaTask):
         names = [a for a in task.args if a.role in ("out", "inout")]
         for arg, raw, dtype in zip(names, arrays, header["dtypes"], strict=True):
-            out.append((arg.name, np.frombuffer(raw, dtype=dtype).reshape(task.shape(arg, trial.sizes)),
-                        arg.dtype))
+            out.append(
+                (
+                    arg.name,
+                    np.frombuffer(raw, dtype=dtype).reshape(task.shape(arg, trial.sizes)),
+                    arg.dtype,
+                )
+            )
     else:
-        for i, (raw, meta, native) in enumerate(zip(arrays, header["meta"], header["native"], strict=True)):
+        for i, (raw, meta, native) in enumerate(
+            zip(arrays, header["meta"], header["native"], strict=True)
+        ):
             arr = np.frombuffer(raw, dtype=meta["dtype"]).reshape(meta["shape"])
             out.append((f"output {i}", arr, native["dtype"]))
     return out
 
 
 class Verifier:
-    def __init__(self, options: VerifyOptions | None = None, progress: Progress | None = None) -> None:
+    def __init__(
+        self, options: VerifyOptions | None = None, progress: Progress | None = None
+    ) -> None:
         self.options = options or VerifyOptions()
         self.progress = progress or (lambda _msg: None)
         self._own_cache = self.options.cache_dir is None
@@ -161,30 +181,42 @@ class Verifier:
             if box.alive():
                 return box
             box.close()
-        return Sandbox(label, self.options.host_memory_bytes,
-                       cupy_cache=self.cache if shared_cache else None)
+        return Sandbox(
+            label, self.options.host_memory_bytes, cupy_cache=self.cache if shared_cache else None
+        )
 
     def _prestart(self) -> None:
         if self.options.prestart:
             while len(self._spares) < 2:
-                self._spares.append(Sandbox("spare", self.options.host_memory_bytes,
-                                            cupy_cache=self.cache).start())
+                self._spares.append(
+                    Sandbox("spare", self.options.host_memory_bytes, cupy_cache=self.cache).start()
+                )
 
-    def _job(self, task: Any, role: str, trials: list[Trial], candidate: dict[str, Any] | None) -> dict[str, Any]:
-        return {"role": role, "task": task.model_dump(), "trials": [t.job() for t in trials],
-                "candidate": candidate, "backend": self.options.backend,
-                "timing_budget_s": self.options.timing_budget_s,
-                "output_bytes": 1 << 24, "limits": {"file_bytes": 1 << 30, "open_files": 1024}}
+    def _job(
+        self, task: Any, role: str, trials: list[Trial], candidate: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return {
+            "role": role,
+            "task": task.model_dump(),
+            "trials": [t.job() for t in trials],
+            "candidate": candidate,
+            "backend": self.options.backend,
+            "timing_budget_s": self.options.timing_budget_s,
+            "output_bytes": 1 << 24,
+            "limits": {"file_bytes": 1 << 30, "open_files": 1024},
+        }
 
-    def check(self, task: CudaTask | KernelBenchTask,
-              candidate: CudaCandidate | KernelBenchCandidate) -> CheckReport:
+    def check(
+        self, task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
+    ) -> CheckReport:
         try:
             return self._check(task, candidate)
         finally:
             self._prestart()
 
-    def _check(self, task: CudaTask | KernelBenchTask,
-               candidate: CudaCandidate | KernelBenchCandidate) -> CheckReport:
+    def _check(
+        self, task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
+    ) -> CheckReport:
         t0 = time.perf_counter()
         rng = random.Random(secrets.randbits(64))
         trials, post = plan_trials(task, rng, self.options.min_trials)
@@ -200,12 +232,22 @@ class Verifier:
 
         def report(verdict: str, reason: str, **extra: Any) -> CheckReport:
             lap("report")
-            return CheckReport(**base, verdict=verdict, reason=reason,  # type: ignore[arg-type]
-                               wall_ms=(time.perf_counter() - t0) * 1e3, phase_ms=phases, **extra)
+            return CheckReport.model_validate(
+                {
+                    **base,
+                    "verdict": verdict,
+                    "reason": reason,
+                    "wall_ms": (time.perf_counter() - t0) * 1e3,
+                    "phase_ms": phases,
+                    **extra,
+                }
+            )
 
         if isinstance(candidate, CudaCandidate):
-            cand_job: dict[str, Any] = {"source": candidate.source,
-                                        "launch": candidate.launch.model_dump() if candidate.launch else None}
+            cand_job: dict[str, Any] = {
+                "source": candidate.source,
+                "launch": candidate.launch.model_dump() if candidate.launch else None,
+            }
         else:
             is_self = candidate.path == task.path
             cand_job = {"path": candidate.path, "class_name": "Model" if is_self else "ModelNew"}
@@ -213,77 +255,126 @@ class Verifier:
         compiled: CompileResult | None = None
         stage = "reference"
         try:
-            with self._sandbox("reference", True) as ref_box, \
-                    self._sandbox("candidate", isinstance(task, CudaTask)) as cand_box:
+            with (
+                self._sandbox("reference", True) as ref_box,
+                self._sandbox("candidate", isinstance(task, CudaTask)) as cand_box,
+            ):
                 ref_box.send(self._job(task, "reference", [*trials, post], None))
                 cand_box.send(self._job(task, "candidate", trials, cand_job))
                 self.progress("starting workers")
-                dev, _ = ref_box.receive(self.options.start_timeout_s, "starting the reference worker")
+                dev, _ = ref_box.receive(
+                    self.options.start_timeout_s, "starting the reference worker"
+                )
                 device = self._device or _device_info(dev)
                 self._device = device
                 lap("start")
                 expected = []
                 for i, trial in enumerate([*trials, post]):
                     self.progress(f"reference outputs {i + 1}/{len(trials) + 1}")
-                    expected.append(ref_box.receive(self._run_timeout(task, trial), f"reference trial at "
-                                                    f"{_describe(trial.sizes)}"))
-                ref_kind = expected[0][0].get("reference") or (
-                    "float64 reference" if isinstance(task, CudaTask) and task.reference_python
-                    else "reference kernel")
+                    expected.append(
+                        ref_box.receive(
+                            self._run_timeout(task, trial),
+                            f"reference trial at {_describe(trial.sizes)}",
+                        )
+                    )
+                ref_kind: Any = expected[0][0].get("reference") or (
+                    "float64 reference"
+                    if isinstance(task, CudaTask) and task.reference_python
+                    else "reference kernel"
+                )
                 ref_box.kill()
                 lap("reference")
                 stage = "candidate"
                 cand_box.receive(self.options.start_timeout_s, "starting the worker")
                 self.progress("compiling")
-                limit = (self.options.compile_timeout_s if isinstance(task, CudaTask)
-                         else self.options.python_compile_timeout_s)
+                limit = (
+                    self.options.compile_timeout_s
+                    if isinstance(task, CudaTask)
+                    else self.options.python_compile_timeout_s
+                )
                 header, _ = cand_box.receive(limit, "compiling")
                 compiled = CompileResult.model_validate(header["result"])
                 lap("compile")
                 if not compiled.ok:
-                    return report("compile_error", f"does not compile: {compiled.first_error}",
-                                  compile=compiled, device=device)
+                    return report(
+                        "compile_error",
+                        f"does not compile: {compiled.first_error}",
+                        compile=compiled,
+                        device=device,
+                    )
                 results: list[TrialResult] = []
                 for i, trial in enumerate(trials):
                     self.progress(f"checking {i + 1}/{len(trials)} at {_describe(trial.sizes)}")
                     outcome = self._trial(task, trial, expected[i], cand_box, "check")
                     results.append(outcome)
                     if not outcome.ok:
-                        check = CheckResult(ok=False, reason=outcome.reason, trials=tuple(results),
-                                            reference=ref_kind)
-                        return report("wrong", outcome.reason, compile=compiled, check=check, device=device)
+                        check = CheckResult(
+                            ok=False,
+                            reason=outcome.reason,
+                            trials=tuple(results),
+                            reference=ref_kind,
+                        )
+                        return report(
+                            "wrong", outcome.reason, compile=compiled, check=check, device=device
+                        )
                 lap("trials")
                 self.progress("timing")
-                timing, post_result, verdict = self._time(task, cand_box, post, expected[-1], device)
+                timing, post_result, verdict = self._time(
+                    task, cand_box, post, expected[-1], device
+                )
                 lap("timing")
                 results.append(post_result)
                 shapes = {tuple(sorted(t.sizes.items())) for t in results}
                 ok = post_result.ok and verdict == ""
-                reason = (post_result.reason or verdict) if not ok else (
-                    f"{len(results)} trials over {len(shapes)} shapes (one held out), against "
-                    f"{'the ' if ref_kind.endswith('reference') or ref_kind.endswith('kernel') else ''}"
-                    f"{ref_kind}")
-                check = CheckResult(ok=post_result.ok, reason=post_result.reason or reason,
-                                    trials=tuple(results), reference=ref_kind)
+                reason = (
+                    (post_result.reason or verdict)
+                    if not ok
+                    else (
+                        f"{len(results)} trials over {len(shapes)} shapes"
+                        f"{' (one held out)' if any(t.held_out for t in results) else ''}, against "
+                        f"{_article(ref_kind)}{ref_kind}"
+                    )
+                )
+                check = CheckResult(
+                    ok=post_result.ok,
+                    reason=post_result.reason or reason,
+                    trials=tuple(results),
+                    reference=ref_kind,
+                )
                 final = "correct" if ok else ("wrong" if not post_result.ok else "implausible")
-                return report(final, reason, compile=compiled, check=check, timing=timing, device=device)
+                return report(
+                    final, reason, compile=compiled, check=check, timing=timing, device=device
+                )
         except WorkerFailure as failure:
             if stage == "reference":
-                return report("error", f"the task's reference failed: {failure.reason}", device=device)
+                return report(
+                    "error", f"the task's reference failed: {failure.reason}", device=device
+                )
             return report(failure.verdict, failure.reason, compile=compiled, device=device)
 
     def _run_timeout(self, task: Any, trial: Trial) -> float:
-        return self.options.run_timeout_s if isinstance(task, CudaTask) else self.options.run_timeout_s * 3
+        return (
+            self.options.run_timeout_s
+            if isinstance(task, CudaTask)
+            else self.options.run_timeout_s * 3
+        )
 
-    def _trial(self, task: CudaTask | KernelBenchTask, trial: Trial,
-               ref: tuple[dict[str, Any], list[bytes]], box: Sandbox, phase: str) -> TrialResult:
+    def _trial(
+        self,
+        task: CudaTask | KernelBenchTask,
+        trial: Trial,
+        ref: tuple[dict[str, Any], list[bytes]],
+        box: Sandbox,
+        phase: Phase,
+    ) -> TrialResult:
         ref_header, ref_arrays = ref
         expected = _expected_arrays(task, trial, ref_header, ref_arrays)
         runs: list[list[np.ndarray]] = []
         problem = ""
-        for run in range(len(trial.poisons)):
-            header, arrays = box.receive(self._run_timeout(task, trial),
-                                         f"running at {_describe(trial.sizes)}")
+        for _run in range(len(trial.poisons)):
+            header, arrays = box.receive(
+                self._run_timeout(task, trial), f"running at {_describe(trial.sizes)}"
+            )
             if len(arrays) != len(expected):
                 problem = problem or f"returned {len(arrays)} outputs, expected {len(expected)}"
                 continue
@@ -294,7 +385,10 @@ class Verifier:
                     claimed = (meta.get("dtype"), list(meta.get("shape", [])))
                     want = (native, list(ref_header["native"][j]["shape"]))
                     if claimed != want:
-                        problem = problem or f"{name} is {claimed[0]} {claimed[1]}, expected {want[0]} {want[1]}"
+                        problem = (
+                            problem
+                            or f"{name} is {claimed[0]} {claimed[1]}, expected {want[0]} {want[1]}"
+                        )
                         break
                 if len(raw) != exp.size * np.dtype(native).itemsize:
                     problem = problem or f"{name} has the wrong size"
@@ -306,7 +400,9 @@ class Verifier:
                 problem = f"input modified: {changed} differs after the call"
         sizes = trial.sizes
         if problem:
-            return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=problem)  # type: ignore[arg-type]
+            return TrialResult(
+                sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=problem
+            )
         atol_rtol = {}
         worst_abs, worst_rel = 0.0, 0.0
         for j, (name, exp, native) in enumerate(expected):
@@ -316,7 +412,13 @@ class Verifier:
                 if role == "out":
                     reason = correctness.unwritten(name, per_run, list(trial.poisons))
                     if reason:
-                        return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=reason)  # type: ignore[arg-type]
+                        return TrialResult(
+                            sizes=sizes,
+                            held_out=trial.held_out,
+                            phase=phase,
+                            ok=False,
+                            reason=reason,
+                        )
                 atol, rtol = correctness.tolerance(native, task.atol, task.rtol)
             else:
                 atol, rtol = correctness.tolerance(native, None, None)
@@ -325,21 +427,40 @@ class Verifier:
             for out in per_run:
                 outcome = correctness.compare(name, out, exp, atol, rtol)
                 if not outcome.ok:
-                    return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False,  # type: ignore[arg-type]
-                                       reason=outcome.reason, max_abs_err=outcome.max_abs_err,
-                                       max_rel_err=outcome.max_rel_err)
+                    return TrialResult(
+                        sizes=sizes,
+                        held_out=trial.held_out,
+                        phase=phase,
+                        ok=False,
+                        reason=outcome.reason,
+                        max_abs_err=outcome.max_abs_err,
+                        max_rel_err=outcome.max_rel_err,
+                    )
                 worst_abs = max(worst_abs, outcome.max_abs_err or 0.0)
                 worst_rel = max(worst_rel, outcome.max_rel_err or 0.0)
             if len(per_run) == 2:
                 reason = correctness.runs_agree(name, per_run[0], per_run[1], atol, rtol)
                 if reason:
-                    return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=reason)  # type: ignore[arg-type]
-        return TrialResult(sizes=sizes, held_out=trial.held_out, phase=phase, ok=True,  # type: ignore[arg-type]
-                           max_abs_err=worst_abs, max_rel_err=worst_rel)
+                    return TrialResult(
+                        sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=reason
+                    )
+        return TrialResult(
+            sizes=sizes,
+            held_out=trial.held_out,
+            phase=phase,
+            ok=True,
+            max_abs_err=worst_abs,
+            max_rel_err=worst_rel,
+        )
 
-    def _time(self, task: CudaTask | KernelBenchTask, box: Sandbox, post: Trial,
-              post_expected: tuple[dict[str, Any], list[bytes]], device: DeviceInfo | None,
-              ) -> tuple[TimingResult, TrialResult, str]:
+    def _time(
+        self,
+        task: CudaTask | KernelBenchTask,
+        box: Sandbox,
+        post: Trial,
+        post_expected: tuple[dict[str, Any], list[bytes]],
+        device: DeviceInfo | None,
+    ) -> tuple[TimingResult, TrialResult, str]:
         n_sets = _input_sets(task, self.options.input_set_bytes)
         seeds = [secrets.randbits(31) for _ in range(n_sets)]
         before = nvml.clock_sample()
@@ -350,38 +471,66 @@ class Verifier:
         after = nvml.clock_sample()
         post_result = self._trial(task, post, post_expected, box, "post-timing")
         ref_ms, cand_ms = _floats(header, "ref_ms"), _floats(header, "cand_ms")
-        problems = [host_clock_problem(ref_ms, _floats(header, "ref_host_ms")),
-                    host_clock_problem(cand_ms, _floats(header, "cand_host_ms"))]
+        problems = [
+            host_clock_problem(ref_ms, _floats(header, "ref_host_ms")),
+            host_clock_problem(cand_ms, _floats(header, "cand_host_ms")),
+        ]
         if sum(ref_ms) + sum(cand_ms) > wall_ms * 1.02:
-            problems.append(f"timing inconsistent with host clock: {sum(ref_ms) + sum(cand_ms):.1f} ms "
-                            f"of samples in {wall_ms:.1f} ms")
+            problems.append(
+                f"timing inconsistent with host clock: {sum(ref_ms) + sum(cand_ms):.1f} ms "
+                f"of samples in {wall_ms:.1f} ms"
+            )
         ratio, ratio_iqr = speedup(ref_ms, cand_ms)
         floor = None
         if isinstance(task, CudaTask) and device is not None:
             rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None
             rflops = expr.evaluate(task.roofline_flops, task.bench) if task.roofline_flops else None
-            floor = roofline_floor_ms(rbytes, rflops, device.peak_dram_gbps, device.peak_fp32_tflops)
+            floor = roofline_floor_ms(
+                rbytes, rflops, device.peak_dram_gbps, device.peak_fp32_tflops
+            )
         cand = summarize(cand_ms)
         notes = []
         if floor is not None and cand.median_ms < 0.9 * floor:
-            problems.append(f"implausible: {cand.median_ms:.4f} ms is below the roofline floor "
-                            f"{floor:.4f} ms for this much data")
+            problems.append(
+                f"implausible: {cand.median_ms:.4f} ms is below the roofline floor "
+                f"{floor:.4f} ms for this much data"
+            )
         for sample in (before, after):
-            if sample and set(sample.throttle_reasons) - {"gpu_idle", "applications_clocks_setting"}:
-                notes.append("clocks held down during timing: " + ", ".join(sample.throttle_reasons))
+            if sample and set(sample.throttle_reasons) - {
+                "gpu_idle",
+                "applications_clocks_setting",
+            }:
+                notes.append(
+                    "clocks held down during timing: " + ", ".join(sample.throttle_reasons)
+                )
                 break
         timing = TimingResult(
-            reference=summarize(ref_ms), candidate=cand, speedup=ratio, speedup_iqr=ratio_iqr,
-            rounds=int(header.get("rounds", len(ref_ms))), input_sets=n_sets,
-            l2_flush_bytes=int(header.get("l2_flush_bytes", 0)), floor_ms=floor,
-            clocks_before=before, clocks_after=after, notes=tuple(notes),
+            reference=summarize(ref_ms),
+            candidate=cand,
+            speedup=ratio,
+            speedup_iqr=ratio_iqr,
+            rounds=int(header.get("rounds", len(ref_ms))),
+            input_sets=n_sets,
+            l2_flush_bytes=int(header.get("l2_flush_bytes", 0)),
+            floor_ms=floor,
+            clocks_before=before,
+            clocks_after=after,
+            notes=tuple(notes),
         )
         return timing, post_result, next((p for p in problems if p), "")
 
 
+def _article(reference: str) -> str:
+    return "the " if reference.endswith(("reference", "kernel")) else ""
+
+
 def _floats(header: dict[str, Any], key: str) -> list[float]:
     values = header.get(key)
-    if not isinstance(values, list) or not values or not all(isinstance(v, int | float) for v in values):
+    if (
+        not isinstance(values, list)
+        or not values
+        or not all(isinstance(v, int | float) for v in values)
+    ):
         raise WorkerFailure("crashed", f"worker sent no valid {key}")
     return [float(v) for v in values]
 
@@ -399,15 +548,25 @@ def _changed_input(task: Any, got: Any, want: Any) -> str:
 def _input_sets(task: CudaTask | KernelBenchTask, budget: int) -> int:
     if not isinstance(task, CudaTask):
         return 2
-    per_set = sum(int(np.prod(task.shape(a, task.bench))) * np.dtype(a.dtype).itemsize
-                  for a in task.args if a.role != "scalar")
+    per_set = sum(
+        int(np.prod(task.shape(a, task.bench))) * np.dtype(a.dtype).itemsize
+        for a in task.args
+        if a.role != "scalar"
+    )
     return int(min(4, max(2, budget // max(per_set, 1))))
 
 
 def _device_info(header: dict[str, Any]) -> DeviceInfo:
     try:
-        return nvml.device_info(header.get("pci_bus_id"), header.get("sm_count"), header.get("l2_bytes"))
+        return nvml.device_info(
+            header.get("pci_bus_id"), header.get("sm_count"), header.get("l2_bytes")
+        )
     except NoGpuError:
-        return DeviceInfo(name="unknown", arch="sm_" + str(header.get("cc", "")), driver_version="",
-                          memory_total_bytes=0, sm_count=header.get("sm_count"),
-                          l2_bytes=header.get("l2_bytes"))
+        return DeviceInfo(
+            name="unknown",
+            arch="sm_" + str(header.get("cc", "")),
+            driver_version="",
+            memory_total_bytes=0,
+            sm_count=header.get("sm_count"),
+            l2_bytes=header.get("l2_bytes"),
+        )

@@ -8,6 +8,7 @@ log, not on the result channel.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
@@ -44,7 +45,7 @@ def _raw(array: Any) -> memoryview:
     """An array's bytes without a copy, as one flat frame."""
     import numpy as np
 
-    return memoryview(np.ascontiguousarray(array)).cast("B")
+    return memoryview(np.ascontiguousarray(array)).cast("B")  # type: ignore[arg-type]
 
 
 def _device() -> dict[str, Any]:
@@ -52,8 +53,13 @@ def _device() -> dict[str, Any]:
 
     dev = cupy.cuda.Device()
     attrs = dev.attributes
-    return {"type": "device", "pci_bus_id": dev.pci_bus_id, "cc": dev.compute_capability,
-            "sm_count": attrs["MultiProcessorCount"], "l2_bytes": attrs["L2CacheSize"]}
+    return {
+        "type": "device",
+        "pci_bus_id": dev.pci_bus_id,
+        "cc": dev.compute_capability,
+        "sm_count": attrs["MultiProcessorCount"],
+        "l2_bytes": attrs["L2CacheSize"],
+    }
 
 
 def _task(job: dict[str, Any]) -> Any:
@@ -61,12 +67,17 @@ def _task(job: dict[str, Any]) -> Any:
     from .spec import CudaTask
 
     raw = job["task"]
-    return CudaTask.model_validate(raw) if raw["kind"] == "cuda" else KernelBenchTask.model_validate(raw)
+    return (
+        CudaTask.model_validate(raw)
+        if raw["kind"] == "cuda"
+        else KernelBenchTask.model_validate(raw)
+    )
 
 
 class Worker:
-    def __init__(self, reader: FrameReader | None, out_fd: int, job: dict[str, Any],
-                 scratch: Path) -> None:
+    def __init__(
+        self, reader: FrameReader | None, out_fd: int, job: dict[str, Any], scratch: Path
+    ) -> None:
         self.reader, self.out_fd, self.job, self.scratch = reader, out_fd, job, scratch
         self.task = _task(job)
 
@@ -86,10 +97,17 @@ class Worker:
 
         task = self.task
         arch = "sm_" + self.job["device"]["cc"]
-        runner = CudaRunner(task, task.source, None, self.scratch, self.job["backend"], arch, "reference")
+        runner = CudaRunner(
+            task, task.source, None, self.scratch, self.job["backend"], arch, "reference"
+        )
         if not runner.compile_result.ok:
-            self.send({"type": "error", "error": "the task's own kernel does not compile: "
-                       + runner.compile_result.first_error})
+            self.send(
+                {
+                    "type": "error",
+                    "error": "the task's own kernel does not compile: "
+                    + runner.compile_result.first_error,
+                }
+            )
             return
         ref_fn = None
         if task.reference_python:
@@ -120,8 +138,10 @@ class Worker:
                         dt = cupy.float64 if a.dtype.startswith("float") and not big else a.dtype
                         arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
                         if tuple(arr.shape) != want:
-                            raise ValueError(f"reference() returned {a.name} with shape "
-                                             f"{tuple(arr.shape)}, expected {want}")
+                            raise ValueError(
+                                f"reference() returned {a.name} with shape "
+                                f"{tuple(arr.shape)}, expected {want}"
+                            )
                         expected.append(_raw(arr.get()))
                         dtypes.append(str(arr.dtype))
             else:
@@ -132,7 +152,9 @@ class Worker:
                     if a.role in ("out", "inout"):
                         expected.append(_raw(arrays[a.name].get()))
                         dtypes.append(a.dtype)
-            self.send({"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected)
+            self.send(
+                {"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected
+            )
 
     def cuda_candidate(self) -> None:
         from .runners import CudaRunner, checksum
@@ -142,8 +164,9 @@ class Worker:
         arch = "sm_" + self.job["device"]["cc"]
         cand = self.job["candidate"]
         launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-        runner = CudaRunner(task, cand["source"], launch, self.scratch, self.job["backend"], arch,
-                            "candidate")
+        runner = CudaRunner(
+            task, cand["source"], launch, self.scratch, self.job["backend"], arch, "candidate"
+        )
         self.send({"type": "compiled", "result": runner.compile_result.model_dump()})
         if not runner.compile_result.ok:
             return
@@ -165,7 +188,9 @@ class Worker:
         command, _ = self.reader.read_message(time.monotonic() + 3600)
         if command.get("cmd") != "time":
             return
-        ref = CudaRunner(task, task.source, None, self.scratch, self.job["backend"], arch, "reference")
+        ref = CudaRunner(
+            task, task.source, None, self.scratch, self.job["backend"], arch, "reference"
+        )
         bench = task.bench
         sets = [{**ref.inputs(bench, s), **ref.outputs(bench, 0)} for s in command["seeds"]]
         ref_calls = [ref.bind(arrays, bench) for arrays in sets]
@@ -183,8 +208,15 @@ class Worker:
 
         cand = self.job["candidate"]
         launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-        runner = CudaRunner(self.task, cand["source"], launch, self.scratch, self.job["backend"],
-                            "sm_" + self.job["device"]["cc"], "candidate")
+        runner = CudaRunner(
+            self.task,
+            cand["source"],
+            launch,
+            self.scratch,
+            self.job["backend"],
+            "sm_" + self.job["device"]["cc"],
+            "candidate",
+        )
         self.send({"type": "compiled", "result": runner.compile_result.model_dump()})
         if runner.compile_result.ok:
             sizes = self.task.bench
@@ -196,13 +228,24 @@ class Worker:
         from .timing import measure
 
         t0 = time.perf_counter()
-        raw = measure(ref, cand, n_sets, self.job["device"]["l2_bytes"],
-                      budget_s=self.job.get("timing_budget_s", 0.6))
-        self.send({"type": "timing", **raw, "wall_ms": (time.perf_counter() - t0) * 1e3,
-                   "input_sets": n_sets})
+        raw = measure(
+            ref,
+            cand,
+            n_sets,
+            self.job["device"]["l2_bytes"],
+            budget_s=self.job.get("timing_budget_s", 0.6),
+        )
+        self.send(
+            {
+                "type": "timing",
+                **raw,
+                "wall_ms": (time.perf_counter() - t0) * 1e3,
+                "input_sets": n_sets,
+            }
+        )
 
     # --- KernelBench problems -------------------------------------------------------------------
-    def _outputs(self, out: Any) -> tuple[list[bytes], list[dict[str, Any]]]:
+    def _outputs(self, out: Any) -> tuple[list[memoryview], list[dict[str, Any]]]:
         import torch
 
         outs = out if isinstance(out, tuple | list) else (out,)
@@ -230,15 +273,26 @@ class Worker:
                 precision = "PyTorch eager"
                 try:
                     model64 = runner.build(seed, sizes, float64=True)
-                    ins64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point()
-                             else x for x in inputs]
+                    ins64 = [
+                        x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                        for x in inputs
+                    ]
                     out = model64(*ins64)
                     precision = "PyTorch eager in float64"
                 except (RuntimeError, TypeError):
                     out = native
                 arrays, meta = self._outputs(out)
-                self.send({"type": "expected", "trial": i, "checksums": sums, "meta": meta,
-                           "native": native_meta, "reference": precision}, arrays)
+                self.send(
+                    {
+                        "type": "expected",
+                        "trial": i,
+                        "checksums": sums,
+                        "meta": meta,
+                        "native": native_meta,
+                        "reference": precision,
+                    },
+                    arrays,
+                )
 
     def torch_candidate(self) -> None:
         import torch
@@ -253,8 +307,17 @@ class Worker:
             result = {"ok": True, "log": ""}
         except Exception as exc:
             result = {"ok": False, "log": "".join(traceback.format_exception_only(exc)).strip()}
-        self.send({"type": "compiled", "result": {**result, "backend": "python", "arch": "",
-                                                  "duration_ms": (time.perf_counter() - t0) * 1e3}})
+        self.send(
+            {
+                "type": "compiled",
+                "result": {
+                    **result,
+                    "backend": "python",
+                    "arch": "",
+                    "duration_ms": (time.perf_counter() - t0) * 1e3,
+                },
+            }
+        )
         if not result["ok"]:
             return
         out_bytes = self.job.get("output_bytes", 1 << 24)
@@ -269,8 +332,16 @@ class Worker:
                     out = model(*inputs)
                     self.sync()
                     arrays, meta = self._outputs(out)
-                    self.send({"type": "outputs", "trial": label, "run": run, "meta": meta,
-                               "checksums": runner.input_digest(inputs)}, arrays)
+                    self.send(
+                        {
+                            "type": "outputs",
+                            "trial": label,
+                            "run": run,
+                            "meta": meta,
+                            "checksums": runner.input_digest(inputs),
+                        },
+                        arrays,
+                    )
 
         for i, trial in enumerate(self.job["trials"]):
             trial_run(i, trial)
@@ -316,10 +387,8 @@ def main() -> None:
     except BaseException as exc:
         text = "".join(traceback.format_exception_only(exc)).strip()
         traceback.print_exc()
-        try:
+        with contextlib.suppress(OSError):
             write_message(proto_out, {"type": "error", "error": text[-2000:]})
-        except OSError:
-            pass
     finally:
         sys.stderr.flush()
         os._exit(0)

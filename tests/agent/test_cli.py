@@ -17,16 +17,24 @@ pytestmark = pytest.mark.skipif(KW is None, reason="the kernelwright script is n
 no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the message on a machine without a GPU")
 
 
-def kw(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
-       ) -> subprocess.CompletedProcess[str]:
+def kw(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
-    base.update(KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
-                KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),
-                KERNELWRIGHT_OLLAMA_BASE_URL="http://127.0.0.1:9", COLUMNS="200", **(env or {}))
+    base.update(
+        KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
+        KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),
+        KERNELWRIGHT_OLLAMA_BASE_URL="http://127.0.0.1:9",
+        COLUMNS="200",
+        **(env or {}),
+    )
     env = base
     assert KW is not None
-    return subprocess.run([KW, *args], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120)
+    return subprocess.run(
+        [KW, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -58,8 +66,9 @@ def test_broken_task(tmp_path: Path) -> None:
 
 
 def test_candidate_with_wrong_signature(tmp_path: Path) -> None:
-    line = one_error_line(kw(tmp_path, "check", "examples/gelu",
-                             "examples/softmax/candidates/faster.cu"))
+    line = one_error_line(
+        kw(tmp_path, "check", "examples/gelu", "examples/softmax/candidates/faster.cu")
+    )
     assert "faster.cu" in line and "gelu" in line
 
 
@@ -104,8 +113,9 @@ def test_version(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "kernelwright 0.1.0"
 
 
-@pytest.mark.parametrize("args", [(), ("optimise",), ("check",)],
-                         ids=["no-args", "unknown-command", "missing-task"])
+@pytest.mark.parametrize(
+    "args", [(), ("optimise",), ("check",)], ids=["no-args", "unknown-command", "missing-task"]
+)
 def test_usage_errors_are_short(tmp_path: Path, args: tuple[str, ...]) -> None:
     proc = kw(tmp_path, *args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -45,8 +45,9 @@ def test_env_overrides_file(clean_env: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert s.data_dir == Path("/tmp/kw-data")
 
 
-def test_flags_override_env_and_none_is_ignored(clean_env: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_flags_override_env_and_none_is_ignored(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clean_env.write_text('compile_backend = "nvcc"\n')
     monkeypatch.setenv("KERNELWRIGHT_MODEL", "from-env")
     s = load(model="from-flag", compile_backend=None)
@@ -58,5 +59,5 @@ def test_invalid_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelwright.agent.settings import SettingsError
 
     monkeypatch.setenv("KERNELWRIGHT_COMPILE_BACKEND", "gcc")
-    with pytest.raises(SettingsError, match="compile_backend.*KERNELWRIGHT_COMPILE_BACKEND"):
+    with pytest.raises(SettingsError, match=r"compile_backend.*KERNELWRIGHT_COMPILE_BACKEND"):
         load()

@@ -13,7 +13,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.ncu]
 
 def test_profile_labels_a_memory_bound_copy_and_a_latency_bound_naive_rowsum() -> None:
     transpose = load_task(EXAMPLES / "transpose")
-    fast = profile(transpose, load_candidate(transpose, EXAMPLES / "transpose/candidates/faster.cu"))
+    fast = profile(
+        transpose, load_candidate(transpose, EXAMPLES / "transpose/candidates/faster.cu")
+    )
     assert fast.available, fast.reason
     assert fast.kernel_name == "transpose"
     assert fast.bottleneck == "memory-bound"

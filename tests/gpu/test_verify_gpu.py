@@ -32,7 +32,9 @@ def test_reference_against_itself_reads_one(verifier: Verifier, name: str) -> No
 @pytest.mark.parametrize("name", TASKS)
 def test_hand_written_faster_kernel_is_verified_faster(verifier: Verifier, name: str) -> None:
     task = load_task(EXAMPLES / name)
-    report = verifier.check(task, load_candidate(task, EXAMPLES / name / "candidates" / "faster.cu"))
+    report = verifier.check(
+        task, load_candidate(task, EXAMPLES / name / "candidates" / "faster.cu")
+    )
     assert report.verdict == "correct", report.reason
     assert report.timing is not None and report.timing.speedup > 1.05, report.timing
 

@@ -16,8 +16,10 @@ from kernelwright.tools.compile import (
 from tests.conftest import EXAMPLES
 
 TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]
-SOURCES = sorted([EXAMPLES / t / f"{t}.cu" for t in TASKS]
-                 + [p for t in TASKS for p in (EXAMPLES / t / "candidates").glob("*.cu")])
+SOURCES = sorted(
+    [EXAMPLES / t / f"{t}.cu" for t in TASKS]
+    + [p for t in TASKS for p in (EXAMPLES / t / "candidates").glob("*.cu")]
+)
 TRIVIAL = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
 BROKEN = 'extern "C" __global__ void k(float* x)\n{\n    x[0] = undefined_thing;\n}\n'
 
@@ -76,17 +78,27 @@ def test_nvcc_syntax_error() -> None:
 
 
 def test_system_headers_by_name_are_allowed(nvrtc: None) -> None:
-    src = ('#include <cuda_fp16.h>\n'
-           'extern "C" __global__ void h(__half* x) { x[0] = __float2half(1.0f); }')
+    src = (
+        "#include <cuda_fp16.h>\n"
+        'extern "C" __global__ void h(__half* x) { x[0] = __float2half(1.0f); }'
+    )
     assert include_problem(src) == ""
     result, _ = compile_nvrtc(src, "h", "sm_90")
     assert result.ok, result.log
 
 
-@pytest.mark.parametrize("line", ['#include "x.h"', "#include </etc/passwd>", "#include <../x>",
-                                  '  #  include "kernel_secrets.cuh"'])
-def test_dangerous_includes_are_refused_before_compiling(line: str, monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        '#include "x.h"',
+        "#include </etc/passwd>",
+        "#include <../x>",
+        '  #  include "kernel_secrets.cuh"',
+    ],
+)
+def test_dangerous_includes_are_refused_before_compiling(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = line + "\n" + TRIVIAL
     assert include_problem(src)
     monkeypatch.setenv("PATH", "")  # nvcc could not be found: the refusal must come first
@@ -118,11 +130,17 @@ ptxas info    : Compile time = 0.895 ms
 
 def test_parse_ptxas_report_picks_the_entry() -> None:
     assert parse_ptxas_report(PTXAS_LOG, "big") == {
-        "local_mem_bytes": 256, "spill_stores_bytes": 40, "spill_loads_bytes": 48,
-        "registers": 64, "shared_mem_bytes": 1024,
+        "local_mem_bytes": 256,
+        "spill_stores_bytes": 40,
+        "spill_loads_bytes": 48,
+        "registers": 64,
+        "shared_mem_bytes": 1024,
     }
     assert parse_ptxas_report(PTXAS_LOG, "small") == {
-        "local_mem_bytes": 0, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
-        "registers": 8, "shared_mem_bytes": 0,
+        "local_mem_bytes": 0,
+        "spill_stores_bytes": 0,
+        "spill_loads_bytes": 0,
+        "registers": 8,
+        "shared_mem_bytes": 0,
     }
     assert parse_ptxas_report(PTXAS_LOG, "missing") == {}

@@ -42,19 +42,22 @@ def test_unknown_size_is_named() -> None:
         expr.evaluate("M * N * K", {"M": 1, "N": 2})
 
 
-@pytest.mark.parametrize("text", [
-    "N.real",                    # attribute access
-    "open('/etc/passwd')",       # a function that is not allowed
-    "__import__('os')",
-    "(lambda: 1)()",
-    "lambda: 1",
-    "'abc'",                     # strings
-    "True",                      # booleans
-    "min(N, key=1)",             # keywords
-    "[N, N]",
-    "N if N else 1",
-    "N < 3",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "N.real",  # attribute access
+        "open('/etc/passwd')",  # a function that is not allowed
+        "__import__('os')",
+        "(lambda: 1)()",
+        "lambda: 1",
+        "'abc'",  # strings
+        "True",  # booleans
+        "min(N, key=1)",  # keywords
+        "[N, N]",
+        "N if N else 1",
+        "N < 3",
+    ],
+)
 def test_refuses_anything_but_arithmetic(text: str) -> None:
     with pytest.raises(ExprError):
         expr.evaluate(text, {"N": 4})

@@ -60,17 +60,20 @@ def test_empty_output() -> None:
     assert not result.available and result.reason == "profiling unavailable: ncu printed no metrics"
 
 
-@pytest.mark.parametrize(("sm", "mem", "label"), [
-    (None, None, "unknown"),
-    (10.0, 20.0, "latency-bound"),
-    (59.9, 59.9, "latency-bound"),
-    (60.0, 30.0, "compute-bound"),
-    (30.0, 60.0, "memory-bound"),
-    (90.0, 80.0, "compute-bound"),
-    (80.0, 90.0, "memory-bound"),
-    (None, 75.0, "memory-bound"),
-    (75.0, None, "compute-bound"),
-])
+@pytest.mark.parametrize(
+    ("sm", "mem", "label"),
+    [
+        (None, None, "unknown"),
+        (10.0, 20.0, "latency-bound"),
+        (59.9, 59.9, "latency-bound"),
+        (60.0, 30.0, "compute-bound"),
+        (30.0, 60.0, "memory-bound"),
+        (90.0, 80.0, "compute-bound"),
+        (80.0, 90.0, "memory-bound"),
+        (None, 75.0, "memory-bound"),
+        (75.0, None, "compute-bound"),
+    ],
+)
 def test_bottleneck_thresholds(sm: float | None, mem: float | None, label: str) -> None:
     assert ncu.bottleneck(sm, mem) == label
 

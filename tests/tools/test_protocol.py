@@ -47,8 +47,12 @@ def test_messages_round_trip(pipe: tuple[int, int]) -> None:
     writer.start()  # the pipe holds 64 KiB: the writer blocks until the reader drains it
     reader = FrameReader(r)
     header, arrays = reader.read_message(_soon())
-    assert header == {"type": "outputs", "trial": 1, "note": "ünïcode",
-                      "arrays": [big.nbytes, 0, small.nbytes]}
+    assert header == {
+        "type": "outputs",
+        "trial": 1,
+        "note": "ünïcode",
+        "arrays": [big.nbytes, 0, small.nbytes],
+    }
     assert np.array_equal(np.frombuffer(arrays[0], dtype=np.float64), big)
     assert arrays[1] == b""
     assert np.array_equal(np.frombuffer(arrays[2], dtype=np.int32), small)

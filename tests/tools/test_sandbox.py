@@ -28,6 +28,7 @@ def payload(tmp_path: Path) -> Payload:
         script = tmp_path / f"payload_{len(list(tmp_path.iterdir()))}.py"
         script.write_text(PRELUDE + textwrap.dedent(body))
         return [sys.executable, str(script)]
+
     return make
 
 

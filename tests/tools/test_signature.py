@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernelwright.tools.signature import Param, find_params, is_global_kernel
 
-SRC = '''
+SRC = """
 // extern "C" __global__ void scale(int bogus)  -- a comment, not the kernel
 /* extern "C" __global__ void scale(double also_bogus) */
 #define BLOCK 256
@@ -18,7 +18,7 @@ scale(const float* __restrict__ x,   // input
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = alpha * x[i];
 }
-'''
+"""
 
 
 def test_qualifiers_comments_and_multiline() -> None:

@@ -60,6 +60,7 @@ def test_kernelbench_example_loads() -> None:
 
 # --- broken task files -------------------------------------------------------------------
 
+
 def _gelu(tmp_path: Path, old: str = "", new: str = "", cu_old: str = "", cu_new: str = "") -> Path:
     d = tmp_path / "gelu"
     shutil.copytree(EXAMPLES / "gelu", d)
@@ -80,27 +81,66 @@ def _refused(path: Path) -> str:
 SCALAR_N = '[[args]]\nname = "n"\ndtype = "int32"\nrole = "scalar"\nvalue = "N"\n'
 BROKEN = {  # id: (toml old, toml new, expected file, expected field, expected words)
     "missing entry": ('entry = "gelu"\n', "", "gelu.toml", "entry", "missing"),
-    "unknown dtype": ('dtype = "float32"', 'dtype = "float33"', "gelu.toml", "args[0] (x).dtype",
-                      "float33"),
+    "unknown dtype": (
+        'dtype = "float32"',
+        'dtype = "float33"',
+        "gelu.toml",
+        "args[0] (x).dtype",
+        "float33",
+    ),
     "unknown role": ('role = "in"', 'role = "input"', "gelu.toml", "args[0] (x).role", "input"),
-    "bad shape": ('shape = ["N"]', 'shape = ["N +"]', "gelu.toml", "args[0] (x).shape",
-                  "bad expression"),
-    "unknown size": ('shape = ["N"]', 'shape = ["M"]', "gelu.toml", "args[0] (x).shape",
-                     "unknown size 'M'"),
+    "bad shape": (
+        'shape = ["N"]',
+        'shape = ["N +"]',
+        "gelu.toml",
+        "args[0] (x).shape",
+        "bad expression",
+    ),
+    "unknown size": (
+        'shape = ["N"]',
+        'shape = ["M"]',
+        "gelu.toml",
+        "args[0] (x).shape",
+        "unknown size 'M'",
+    ),
     "scalar without value": ('value = "N"\n', "", "gelu.toml", "args[2] (n).value", "value"),
     "wrong arg count": (SCALAR_N, "", "gelu.toml", "args", "takes 3"),
-    "pointer for value": ('role = "scalar"\nvalue = "N"', 'role = "in"\nshape = ["N"]',
-                          "gelu.toml", "args[2] (n)", "which is a value"),
-    "checks sizes": ("{ N = 1000 }", "{ M = 1000 }", "gelu.toml", "sizes.checks[0]",
-                     "same sizes"),
-    "missing launch": ('[launch]\nblock = [256]\ngrid = ["ceil_div(N, 256)"]\n', "", "gelu.toml",
-                       "launch", "missing"),
-    "unknown field": ('entry = "gelu"\n', 'entry = "gelu"\ncolour = "red"\n', "gelu.toml",
-                      "colour", "unknown field"),
-    "launch field": ("block = [256]", "block = [256]\nthreads = 3", "gelu.toml", "launch.threads",
-                     "unknown field"),
-    "entry not in .cu": ('entry = "gelu"', 'entry = "gelu2"', "gelu.cu", "entry",
-                         "no __global__ function named 'gelu2'"),
+    "pointer for value": (
+        'role = "scalar"\nvalue = "N"',
+        'role = "in"\nshape = ["N"]',
+        "gelu.toml",
+        "args[2] (n)",
+        "which is a value",
+    ),
+    "checks sizes": ("{ N = 1000 }", "{ M = 1000 }", "gelu.toml", "sizes.checks[0]", "same sizes"),
+    "missing launch": (
+        '[launch]\nblock = [256]\ngrid = ["ceil_div(N, 256)"]\n',
+        "",
+        "gelu.toml",
+        "launch",
+        "missing",
+    ),
+    "unknown field": (
+        'entry = "gelu"\n',
+        'entry = "gelu"\ncolour = "red"\n',
+        "gelu.toml",
+        "colour",
+        "unknown field",
+    ),
+    "launch field": (
+        "block = [256]",
+        "block = [256]\nthreads = 3",
+        "gelu.toml",
+        "launch.threads",
+        "unknown field",
+    ),
+    "entry not in .cu": (
+        'entry = "gelu"',
+        'entry = "gelu2"',
+        "gelu.cu",
+        "entry",
+        "no __global__ function named 'gelu2'",
+    ),
 }
 
 
@@ -142,12 +182,16 @@ def test_cu_without_toml(tmp_path: Path) -> None:
 
 # --- candidates --------------------------------------------------------------------------
 
+
 def test_candidate_with_other_signature(tmp_path: Path) -> None:
     task = load_task(EXAMPLES / "gelu")
     cand = tmp_path / "cand.cu"
     cand.write_text('extern "C" __global__ void gelu(const float* x, float* y) {}')
-    with pytest.raises(TaskError, match=r"args: 3 arguments declared, but gelu\(\) in cand.cu "
-                       r"takes 2"):
+    with pytest.raises(
+        TaskError,
+        match=r"args: 3 arguments declared, but gelu\(\) in cand.cu "
+        r"takes 2",
+    ):
         load_candidate(task, cand)
     cand.write_text('extern "C" __global__ void gelu(const float* x, double* y, int n) {}')
     with pytest.raises(TaskError, match=r"args\[1\] \(y\).dtype: .*'double'.*cand.cu"):
@@ -174,6 +218,7 @@ def test_candidate_sidecar_with_unknown_field(tmp_path: Path) -> None:
 
 # --- KernelBench -------------------------------------------------------------------------
 
+
 def test_kernelbench_without_get_init_inputs(tmp_path: Path) -> None:
     text = (EXAMPLES / "kernelbench" / "relu_mlp.py").read_text()
     cut = text.index("def get_init_inputs")
@@ -199,14 +244,16 @@ def test_launch_that_cannot_be_evaluated_names_launch(tmp_path: Path) -> None:
 
 def test_launch_plan_resolves_grid_block_and_scalars_once() -> None:
     import numpy as np
-
     from kernelwright.tools.spec import launch_plan
 
     task = load_task(EXAMPLES / "stencil")
     assert isinstance(task, CudaTask)
     sizes = {"H": 100, "W": 333}
-    arrays = {a.name: np.zeros(task.shape(a, sizes), dtype=a.dtype)
-              for a in task.args if a.role != "scalar"}
+    arrays = {
+        a.name: np.zeros(task.shape(a, sizes), dtype=a.dtype)
+        for a in task.args
+        if a.role != "scalar"
+    }
     grid, block, smem, args = launch_plan(task, task.launch, arrays, sizes)
     assert (grid, block, smem) == ((21, 7), (16, 16), 0)  # ceil(333/16), ceil(100/16)
     assert args[0] is arrays["x"] and args[1] is arrays["y"]
