@@ -149,14 +149,22 @@ def check_ncu(gpu_ok: bool) -> Check:
     )
     result = profile(task, CudaCandidate(path="probe.cu", source=src), timeout_s=120)
     if not result.available:
-        return Check(
-            "ncu",
-            False,
-            result.reason,
-            "see https://developer.nvidia.com/ERR_NVGPUCTRPERM "
-            "to allow counters; runs go on with timing alone",
-            required=False,
+        fix = (
+            "see https://developer.nvidia.com/ERR_NVGPUCTRPERM to allow counters"
+            if "ERR_NVGPUCTRPERM" in result.reason
+            else "check the Nsight Compute install"
         )
+        return Check(
+            "ncu", False, result.reason, fix + "; runs go on with timing alone", required=False
+        )
+    return Check(
+        "ncu",
+        False,
+        result.reason,
+        "see https://developer.nvidia.com/ERR_NVGPUCTRPERM "
+        "to allow counters; runs go on with timing alone",
+        required=False,
+    )
     return Check(
         "ncu",
         True,
