@@ -398,12 +398,22 @@ class Verifier:
             if header.get("checksums") != ref_header.get("checksums") and not problem:
                 changed = _changed_input(task, header.get("checksums"), ref_header.get("checksums"))
                 problem = f"input modified: {changed} differs after the call"
-        sizes = trial.sizes
-        if problem:
+
+        def fail(
+            reason: str, abs_err: float | None = None, rel_err: float | None = None
+        ) -> TrialResult:
             return TrialResult(
-                sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=problem
+                sizes=trial.sizes,
+                held_out=trial.held_out,
+                phase=phase,
+                ok=False,
+                reason=reason,
+                max_abs_err=abs_err,
+                max_rel_err=rel_err,
             )
-        atol_rtol = {}
+
+        if problem:
+            return fail(problem)
         worst_abs, worst_rel = 0.0, 0.0
         for j, (name, exp, native) in enumerate(expected):
             per_run = [r[j] for r in runs]
@@ -412,40 +422,23 @@ class Verifier:
                 if role == "out":
                     reason = correctness.unwritten(name, per_run, list(trial.poisons))
                     if reason:
-                        return TrialResult(
-                            sizes=sizes,
-                            held_out=trial.held_out,
-                            phase=phase,
-                            ok=False,
-                            reason=reason,
-                        )
+                        return fail(reason)
                 atol, rtol = correctness.tolerance(native, task.atol, task.rtol)
             else:
                 atol, rtol = correctness.tolerance(native, None, None)
                 atol, rtol = max(atol, 1e-4), max(rtol, 1e-4)  # library kernels reorder sums
-            atol_rtol[name] = (atol, rtol)
             for out in per_run:
                 outcome = correctness.compare(name, out, exp, atol, rtol)
                 if not outcome.ok:
-                    return TrialResult(
-                        sizes=sizes,
-                        held_out=trial.held_out,
-                        phase=phase,
-                        ok=False,
-                        reason=outcome.reason,
-                        max_abs_err=outcome.max_abs_err,
-                        max_rel_err=outcome.max_rel_err,
-                    )
+                    return fail(outcome.reason, outcome.max_abs_err, outcome.max_rel_err)
                 worst_abs = max(worst_abs, outcome.max_abs_err or 0.0)
                 worst_rel = max(worst_rel, outcome.max_rel_err or 0.0)
             if len(per_run) == 2:
                 reason = correctness.runs_agree(name, per_run[0], per_run[1], atol, rtol)
                 if reason:
-                    return TrialResult(
-                        sizes=sizes, held_out=trial.held_out, phase=phase, ok=False, reason=reason
-                    )
+                    return fail(reason)
         return TrialResult(
-            sizes=sizes,
+            sizes=trial.sizes,
             held_out=trial.held_out,
             phase=phase,
             ok=True,

@@ -1,0 +1,121 @@
+"""The controller's verdict on a trial, from recorded worker messages (no GPU): what a worker
+says about itself counts for nothing; only its raw outputs and checksums do."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import load_task
+from kernelwright.tools.verify import Trial, Verifier, _poisons
+
+from tests.conftest import EXAMPLES
+
+N = 1000
+
+
+class ReplayBox:
+    """Stands in for a worker: hands back recorded (header, arrays) messages in order."""
+
+    def __init__(self, messages: list[tuple[dict[str, Any], list[bytes]]]) -> None:
+        self.messages = list(messages)
+
+    def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[bytes]]:
+        return self.messages.pop(0)
+
+
+@pytest.fixture
+def setup() -> tuple[CudaTask, Trial, np.ndarray, tuple[dict[str, Any], list[bytes]]]:
+    task = load_task(EXAMPLES / "gelu")
+    assert isinstance(task, CudaTask)
+    trial = Trial({"N": N}, seed=7, poisons=_poisons(random.Random(1), 2))
+    expected = np.linspace(-0.2, 0.8, N)  # float64, as the reference worker sends it
+    ref = (
+        {"type": "expected", "checksums": {"x": "abc-4000"}, "dtypes": ["float64"]},
+        [expected.tobytes()],
+    )
+    return task, trial, expected, ref
+
+
+def _outputs(y: np.ndarray, sums: str = "abc-4000") -> tuple[dict[str, Any], list[bytes]]:
+    return {"type": "outputs", "checksums": {"x": sums}}, [y.astype(np.float32).tobytes()]
+
+
+def _judge(setup: Any, runs: list[tuple[dict[str, Any], list[bytes]]]) -> Any:
+    task, trial, _, ref = setup
+    return Verifier()._trial(task, trial, ref, ReplayBox(runs), "check")  # type: ignore[arg-type]
+
+
+def test_correct_outputs_pass_with_their_errors(setup: Any) -> None:
+    y = setup[2]
+    result = _judge(setup, [_outputs(y), _outputs(y)])
+    assert result.ok and result.max_abs_err is not None and result.max_abs_err < 1e-7
+
+
+def test_an_element_left_with_the_poison_in_both_runs_is_unwritten(setup: Any) -> None:
+    _, trial, y, _ = setup
+    runs = []
+    for bits in trial.poisons:
+        out = y.astype(np.float32)
+        out.view(np.uint32)[5] = bits & 0xFFFFFFFF
+        runs.append(({"type": "outputs", "checksums": {"x": "abc-4000"}}, [out.tobytes()]))
+    result = _judge(setup, runs)
+    assert not result.ok
+    assert result.reason.startswith("output 'y' not fully written: 1 of 1,000 elements untouched")
+
+
+def test_runs_that_each_pass_but_disagree_are_caught(setup: Any) -> None:
+    y = setup[2]
+    tol = 1e-5 + 1e-5 * np.abs(y)
+    result = _judge(setup, [_outputs(y + 0.9 * tol), _outputs(y - 0.9 * tol)])
+    assert not result.ok and "differs between two runs" in result.reason
+
+
+def test_a_modified_input_is_named(setup: Any) -> None:
+    y = setup[2]
+    result = _judge(setup, [_outputs(y, sums="def-4000"), _outputs(y)])
+    assert not result.ok and result.reason == "input modified: 'x' differs after the call"
+
+
+def test_missing_or_short_outputs_are_rejected(setup: Any) -> None:
+    y = setup[2]
+    missing = _judge(
+        setup, [({"type": "outputs", "checksums": {"x": "abc-4000"}}, []), _outputs(y)]
+    )
+    assert not missing.ok and missing.reason == "returned 0 outputs, expected 1"
+    short = _judge(
+        setup,
+        [
+            (
+                {"type": "outputs", "checksums": {"x": "abc-4000"}},
+                [y[:-1].astype(np.float32).tobytes()],
+            ),
+            _outputs(y),
+        ],
+    )
+    assert not short.ok and short.reason == "y has the wrong size"
+
+
+def test_a_kernelbench_output_of_the_wrong_dtype_is_rejected() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    trial = Trial({}, seed=3, poisons=(1,))
+    expected = np.zeros((4, 8))
+    ref = (
+        {
+            "type": "expected",
+            "checksums": ["h1"],
+            "meta": [{"dtype": "float64", "shape": [4, 8]}],
+            "native": [{"dtype": "float32", "shape": [4, 8]}],
+        },
+        [expected.tobytes()],
+    )
+    half = (
+        {"type": "outputs", "checksums": ["h1"], "meta": [{"dtype": "float16", "shape": [4, 8]}]},
+        [np.zeros((4, 8), dtype=np.float16).tobytes()],
+    )
+    result = Verifier()._trial(task, trial, ref, ReplayBox([half]), "check")  # type: ignore[arg-type]
+    assert not result.ok
+    assert result.reason == "output 0 is float16 [4, 8], expected float32 [4, 8]"
