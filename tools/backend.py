@@ -1,0 +1,134 @@
+"""The GPU backend the optimization loop talks to: check a candidate, profile a kernel.
+
+`LocalGpu` does it on this machine's GPU through the sandboxed verifier. `ReplayGpu` answers
+with reports recorded on a real GPU (by `RecordingGpu`), so the loop can be tested without one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Protocol
+
+from .kernelbench import KernelBenchCandidate, KernelBenchTask
+from .profile import profile
+from .results import CheckReport, ProfileResult
+from .spec import CudaCandidate, CudaTask
+from .verify import Verifier, VerifyOptions
+
+Task = CudaTask | KernelBenchTask
+Candidate = CudaCandidate | KernelBenchCandidate
+
+
+class GpuBackend(Protocol):
+    def check(self, task: Task, candidate: Candidate) -> CheckReport: ...
+
+    def profile(self, task: Task, candidate: Candidate) -> ProfileResult: ...
+
+    def close(self) -> None: ...
+
+
+def candidate_key(task: Task, candidate: Candidate) -> str:
+    """What identifies a candidate for replay: the task's name, its source and its launch."""
+    launch = getattr(candidate, "launch", None)
+    text = json.dumps([task.name, candidate.source, launch.model_dump() if launch else None])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+class LocalGpu:
+    """This machine's GPU. Spare workers start between checks, while the model writes."""
+
+    def __init__(self, options: VerifyOptions | None = None, backend: str = "nvrtc") -> None:
+        self.verifier = Verifier(options or VerifyOptions(prestart=True))
+        self.backend = backend
+
+    def check(self, task: Task, candidate: Candidate) -> CheckReport:
+        return self.verifier.check(task, candidate)
+
+    def profile(self, task: Task, candidate: Candidate) -> ProfileResult:
+        return profile(task, candidate, self.backend)
+
+    def close(self) -> None:
+        self.verifier.close()
+
+
+class RecordingGpu:
+    """Wraps a backend and appends every answer to a JSONL file that ReplayGpu reads."""
+
+    def __init__(self, inner: GpuBackend, path: Path) -> None:
+        self.inner, self.path = inner, path
+
+    def _write(self, kind: str, key: str, value: CheckReport | ProfileResult) -> None:
+        with self.path.open("a") as f:
+            f.write(
+                json.dumps({"kind": kind, "key": key, "value": value.model_dump(mode="json")})
+                + "\n"
+            )
+
+    def check(self, task: Task, candidate: Candidate) -> CheckReport:
+        report = self.inner.check(task, candidate)
+        self._write("check", candidate_key(task, candidate), report)
+        return report
+
+    def profile(self, task: Task, candidate: Candidate) -> ProfileResult:
+        result = self.inner.profile(task, candidate)
+        self._write("profile", candidate_key(task, candidate), result)
+        return result
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReplayMiss(LookupError):
+    """A candidate the recording never saw: the test asked for something not recorded."""
+
+
+class ReplayGpu:
+    """Answers from recorded reports, keyed by candidate; no GPU, no processes."""
+
+    def __init__(
+        self,
+        checks: dict[str, CheckReport] | None = None,
+        profiles: dict[str, ProfileResult] | None = None,
+    ) -> None:
+        self.checks = dict(checks or {})
+        self.profiles = dict(profiles or {})
+        self.calls: list[tuple[str, str]] = []
+
+    @classmethod
+    def from_file(cls, path: Path) -> ReplayGpu:
+        replay = cls()
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row["kind"] == "check":
+                replay.checks[row["key"]] = CheckReport.model_validate(row["value"])
+            else:
+                replay.profiles[row["key"]] = ProfileResult.model_validate(row["value"])
+        return replay
+
+    def add(self, task: Task, candidate: Candidate, report: CheckReport | ProfileResult) -> None:
+        key = candidate_key(task, candidate)
+        if isinstance(report, CheckReport):
+            self.checks[key] = report
+        else:
+            self.profiles[key] = report
+
+    def check(self, task: Task, candidate: Candidate) -> CheckReport:
+        key = candidate_key(task, candidate)
+        self.calls.append(("check", key))
+        if key not in self.checks:
+            raise ReplayMiss(f"no recorded check for this candidate of {task.name} ({key})")
+        return self.checks[key]
+
+    def profile(self, task: Task, candidate: Candidate) -> ProfileResult:
+        key = candidate_key(task, candidate)
+        self.calls.append(("profile", key))
+        return self.profiles.get(
+            key, ProfileResult(available=False, reason="profiling unavailable: not recorded")
+        )
+
+    def close(self) -> None:
+        pass
