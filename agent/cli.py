@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from kernelwright.tools.errors import KernelwrightError, NoGpuError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from kernelwright.tools.errors import KernelwrightError, NoGpuError
 
 from . import __version__
 from .settings import load
@@ -134,6 +135,90 @@ def check(
     else:
         _print_report(report)
     raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def optimize(
+    task: Annotated[Path, typer.Argument(help="A CUDA task: directory, name.toml or name.cu.")],
+    model: Annotated[
+        str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
+    ] = None,
+    budget: Annotated[int, typer.Option(help="Candidates to try at most.")] = 10,
+    minutes: Annotated[float, typer.Option(help="Wall time budget in minutes.")] = 60.0,
+    plateau: Annotated[
+        int, typer.Option(help="Stop after this many candidates without a 2% gain.")
+    ] = 4,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the unfinished run of TASK.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau."""
+    from kernelwright.agent.optimize import optimize as run_loop
+
+    settings = load(model=model)
+    state = {"best": 1.0, "n": 0}
+
+    def progress(event: dict[str, object]) -> None:
+        attempt = event.get("attempt")
+        if attempt is not None:
+            from kernelwright.tools.results import Attempt
+
+            assert isinstance(attempt, Attempt)
+            state["n"] = attempt.index
+            state["best"] = float(event.get("best_speedup") or state["best"])  # type: ignore[arg-type]
+            speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
+            mark = " [green]kept[/]" if attempt.kept else ""
+            err.print(
+                f"  #{attempt.index} [{', '.join(attempt.tags) or '-'}] "
+                f"{attempt.verdict}{speed}{mark}: {escape(_short(attempt.reason))}",
+                highlight=False,
+            )
+        status.update(
+            f"{task.name}: candidate {state['n'] + 1}/{budget} · {event.get('node')}: "
+            f"{event.get('message', '')} · best {state['best']:.2f}x"
+        )
+
+    with err.status(f"{task.name}: starting") as status:
+        output, run = run_loop(
+            task,
+            settings,
+            budget=budget,
+            max_seconds=minutes * 60,
+            plateau=plateau,
+            resume=resume,
+            progress=progress,
+        )
+    attempts = output.get("attempts", [])
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "run_dir": str(run.path),
+                    "stop_reason": output.get("stop_reason"),
+                    "best_speedup": output.get("best_speedup"),
+                    "best_kernel": str(run.path / "best.cu"),
+                    "attempts": [a.model_dump(mode="json") for a in attempts],
+                },
+                indent=2,
+            )
+        )
+        return
+    out.print(
+        f"[bold]{output.get('best_speedup', 1.0):.2f}x[/] over the original, "
+        f"{len(attempts)} candidates, stopped: {output.get('stop_reason')}",
+        highlight=False,
+    )
+    out.print(
+        f"best kernel: {run.path / 'best.cu'}   summary: {run.path / 'summary.md'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _short(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _print_report(report: object) -> None:

@@ -9,6 +9,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 import httpx
+
 from kernelwright.tools import nvml
 from kernelwright.tools.compile import compile_nvrtc
 from kernelwright.tools.errors import NoGpuError

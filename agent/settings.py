@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from kernelwright.tools.errors import KernelwrightError
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -17,6 +16,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from kernelwright.tools.errors import KernelwrightError
 
 APP = "kernelwright"
 
@@ -38,6 +39,14 @@ class Settings(BaseSettings):
     compile_timeout_s: float = 60.0
     timing_budget_s: float = 0.6
     worker_host_memory_gib: float = 16.0
+    provider: Literal["ollama", "openai"] = "ollama"
+    context_length: int = 16384  # Ollama's num_ctx: always sent, its small default truncates
+    keep_alive: str = "10m"
+    temperature: float = 0.2
+    seed: int | None = None
+    openai_base_url: str = "http://127.0.0.1:8000"
+    openai_api_key: str = ""
+    request_timeout_s: float = 300.0
 
     @classmethod
     def settings_customise_sources(

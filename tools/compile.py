@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -176,3 +177,22 @@ def compile_kernel(
     if backend == "nvcc":
         return compile_nvcc(source, entry, arch, filename)
     return compile_nvrtc(source, entry, arch, filename)
+
+
+def compile_in_sandbox(
+    source: str, entry: str, arch: str, backend: str = "nvrtc", timeout_s: float = 60.0
+) -> CompileResult:
+    """Compile in a worker process: a compiler that crashes or hangs takes only the worker."""
+    from .sandbox import Sandbox, WorkerFailure
+
+    start = time.perf_counter()
+    box = Sandbox(
+        "compile", command=[sys.executable, "-m", "kernelwright.tools.worker", "--compile-only"]
+    )
+    try:
+        with box:
+            box.send({"source": source, "entry": entry, "arch": arch, "backend": backend})
+            header, _ = box.receive(timeout_s, "compiling")
+            return CompileResult.model_validate(header["result"])
+    except WorkerFailure as failure:
+        return _result(False, backend, arch, start, f"compiler: {failure.reason}", entry)

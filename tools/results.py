@@ -5,7 +5,7 @@ A kernel that fails to compile, computes the wrong answer or hangs is a result, 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -129,3 +129,24 @@ class CheckReport(Result):
     @property
     def ok(self) -> bool:
         return self.verdict == "correct"
+
+
+class Attempt(Result):
+    """One candidate of an optimization run, measured: what the memory and the summary keep."""
+
+    index: int  # 1-based, in the order the run proposed them
+    parent: int  # the attempt it improved on (0: the original kernel)
+    tags: tuple[str, ...] = ()
+    rationale: str = ""
+    source: str
+    launch: dict[str, Any] | None = None
+    verdict: Verdict
+    reason: str
+    speedup: float | None = None  # against the original kernel, when timed
+    speedup_iqr: float | None = None
+    candidate_ms: float | None = None
+    repairs: int = 0  # compile repairs before this verdict
+    explanation: str = ""  # the reflect node's few sentences
+    kept: bool = False  # became the new best
+    wall_ms: float = 0.0
+    model_ms: float = 0.0

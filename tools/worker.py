@@ -364,8 +364,9 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
+    compile_only = "--compile-only" in sys.argv  # the loop's compile step: no GPU needed
     try:
-        device = _device()  # CUDA is up before the job arrives: a spare worker waits warm
+        device = {} if compile_only else _device()  # a spare worker waits with CUDA up
         if len(sys.argv) == 3 and sys.argv[1] == "--job":  # under a profiler: no channel at all
             job = json.loads(Path(sys.argv[2]).read_text())
             reader, proto_out = None, null
@@ -373,6 +374,15 @@ def main() -> None:
             reader = FrameReader(proto_in)
             job, _ = reader.read_message(time.monotonic() + 3600)
         notes = _harden(job.get("limits", {}))
+        if compile_only:
+            from .compile import compile_kernel
+
+            result, _ = compile_kernel(
+                job["backend"], job["source"], job["entry"], job["arch"], "candidate.cu"
+            )
+            write_message(proto_out, {"type": "compiled", "result": result.model_dump()})
+            write_message(proto_out, {"type": "done"})
+            return
         write_message(proto_out, {**device, "notes": notes})
         job["device"] = {**device, **job.get("device", {})}
         worker = Worker(reader, proto_out, job, Path.cwd())

@@ -119,3 +119,14 @@ def test_version(tmp_path: Path) -> None:
 def test_usage_errors_are_short(tmp_path: Path, args: tuple[str, ...]) -> None:
     proc = kw(tmp_path, *args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_optimize_with_ollama_down_is_one_line_and_leaves_no_run(tmp_path: Path) -> None:
+    line = one_error_line(kw(tmp_path, "optimize", "examples/gelu"))
+    assert "ollama serve" in line
+    assert not (tmp_path / "data" / "runs").exists()
+
+
+def test_optimize_refuses_a_kernelbench_problem_in_one_line(tmp_path: Path) -> None:
+    line = one_error_line(kw(tmp_path, "optimize", "examples/kernelbench/relu_mlp.py"))
+    assert "optimize covers CUDA tasks" in line

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+
 from kernelwright.agent.doctor import check_memory_dir, check_ollama
 from kernelwright.agent.settings import Settings
 

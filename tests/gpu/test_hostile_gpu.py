@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_task, reference_candidate
 from kernelwright.tools.verify import Verifier, VerifyOptions
-
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.gpu

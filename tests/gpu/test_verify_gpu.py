@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 from kernelwright.tools.verify import Verifier
-
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.gpu

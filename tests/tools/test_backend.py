@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernelwright.tools.backend import RecordingGpu, ReplayGpu, ReplayMiss
 from kernelwright.tools.results import CheckReport, KernelTiming, ProfileResult, TimingResult
 from kernelwright.tools.spec import CudaCandidate, CudaTask, LaunchSpec
 from kernelwright.tools.task import load_task
-
 from tests.conftest import EXAMPLES
 
 

@@ -6,13 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from kernelwright.tools.compile import (
     compile_nvcc,
     compile_nvrtc,
     include_problem,
     parse_ptxas_report,
 )
-
 from tests.conftest import EXAMPLES
 
 TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]

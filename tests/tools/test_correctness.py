@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from kernelwright.tools.correctness import compare, runs_agree, tolerance, unwritten
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kernelwright.tools import expr
 from kernelwright.tools.expr import ExprError
 

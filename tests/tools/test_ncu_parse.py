@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from kernelwright.tools import ncu
 
+from kernelwright.tools import ncu
 from tests.conftest import FIXTURES
 
 PERM_ERROR = (

@@ -6,11 +6,11 @@ import random
 
 import numpy as np
 import pytest
+
 from kernelwright.tools.correctness import poison_bits, unwritten
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
 from kernelwright.tools.verify import held_out_sizes, plan_trials
-
 from tests.conftest import EXAMPLES
 
 TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]

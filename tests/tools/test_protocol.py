@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+
 from kernelwright.tools.protocol import (
     FrameReader,
     FrameTimeout,

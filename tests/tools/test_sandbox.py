@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kernelwright.tools.sandbox import Sandbox, WorkerFailure
 
 PRELUDE = """\

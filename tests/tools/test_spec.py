@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from kernelwright.tools.errors import TaskError
 from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_candidate, load_task
-
 from tests.conftest import EXAMPLES
 
 TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]
@@ -244,6 +244,7 @@ def test_launch_that_cannot_be_evaluated_names_launch(tmp_path: Path) -> None:
 
 def test_launch_plan_resolves_grid_block_and_scalars_once() -> None:
     import numpy as np
+
     from kernelwright.tools.spec import launch_plan
 
     task = load_task(EXAMPLES / "stencil")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from kernelwright.tools.timing import host_clock_problem, roofline_floor_ms, speedup, summarize
 
 

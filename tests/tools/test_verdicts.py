@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
 from kernelwright.tools.verify import Trial, Verifier, _poisons
-
 from tests.conftest import EXAMPLES
 
 N = 1000

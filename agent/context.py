@@ -1,0 +1,27 @@
+"""What the nodes use but the state does not hold: live objects, passed as LangGraph's runtime
+context (never globals, never checkpointed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelwright.agent.llm import ChatModel
+from kernelwright.agent.rundir import RunDir
+from kernelwright.tools.backend import GpuBackend
+from kernelwright.tools.task import Task
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class LoopContext:
+    task: Task
+    model: ChatModel
+    gpu: GpuBackend
+    run: RunDir
+    arch: str = "sm_90"  # what candidates compile for
+    compile_backend: str = "nvrtc"
+    progress: Progress = field(default=lambda event: None)
+    history: int = 8  # earlier attempts shown to the model

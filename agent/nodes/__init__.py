@@ -1,0 +1,1 @@
+"""The loop's nodes, one per module: profile, propose, compile, verify, reflect, finish."""

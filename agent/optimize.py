@@ -1,0 +1,130 @@
+"""Run the optimization loop on one task: a new run, or the unfinished one resumed from its
+SQLite checkpoints. The front doors (CLI now; batch, chat and MCP later) call this."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from kernelwright.agent.context import LoopContext, Progress
+from kernelwright.agent.graph import build
+from kernelwright.agent.llm import ChatModel, make_model
+from kernelwright.agent.replies import Proposal
+from kernelwright.agent.rundir import RunDir
+from kernelwright.agent.settings import Settings
+from kernelwright.agent.state import LoopInput
+from kernelwright.tools.backend import GpuBackend
+from kernelwright.tools.errors import KernelwrightError, TaskError
+from kernelwright.tools.results import (
+    Attempt,
+    CheckReport,
+    CheckResult,
+    ClockSample,
+    CompileResult,
+    DeviceInfo,
+    KernelTiming,
+    ProfileResult,
+    TimingResult,
+    TrialResult,
+)
+from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import load_task
+
+# The only classes a checkpoint may bring back: our frozen values, nothing else.
+CHECKPOINT_TYPES = (
+    Attempt,
+    Proposal,
+    CheckReport,
+    CheckResult,
+    CompileResult,
+    TimingResult,
+    KernelTiming,
+    ClockSample,
+    DeviceInfo,
+    TrialResult,
+    ProfileResult,
+)
+
+
+def optimize(
+    task_path: str | Path,
+    settings: Settings,
+    *,
+    budget: int = 10,
+    max_seconds: float = 3600.0,
+    plateau: int = 4,
+    max_repairs: int = 2,
+    resume: bool = False,
+    model: ChatModel | None = None,
+    gpu: GpuBackend | None = None,
+    arch: str | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], RunDir]:
+    """Optimize a task; returns the loop's output (best source, speedup, stop reason, attempts)
+    and the run directory. Infrastructure failures raise KernelwrightError with the fix."""
+    task = load_task(task_path)
+    if not isinstance(task, CudaTask):
+        raise TaskError(task.path, "", "optimize covers CUDA tasks (name.cu + name.toml) for now")
+    base = settings.data_dir / "runs"
+    run = RunDir.latest_unfinished(base, task.name) if resume else None
+    if resume and run is None:
+        raise KernelwrightError(f"no unfinished run of {task.name} to resume in {base}")
+    if model is None:
+        model = make_model(settings)
+        model.ensure_ready()
+    own_gpu = gpu is None
+    if gpu is None:
+        from kernelwright.tools import nvml
+        from kernelwright.tools.backend import LocalGpu
+        from kernelwright.tools.verify import VerifyOptions
+
+        arch = arch or nvml.device_info().arch
+        gpu = LocalGpu(
+            VerifyOptions(
+                backend=settings.compile_backend,
+                prestart=True,
+                run_timeout_s=settings.run_timeout_s,
+                cache_dir=str(settings.cache_dir / "cupy"),
+            ),
+            settings.compile_backend,
+        )
+    if run is None:
+        run = RunDir.create(
+            base,
+            task.name,
+            {"task": str(Path(task_path).resolve()), "model": settings.model, "budget": budget},
+        )
+    context = LoopContext(
+        task=task,
+        model=model,
+        gpu=gpu,
+        run=run,
+        arch=arch or "sm_90",
+        compile_backend=settings.compile_backend,
+        progress=progress or (lambda event: None),
+    )
+    config: Any = {"configurable": {"thread_id": run.path.name}, "recursion_limit": 100_000}
+    start: LoopInput | None = None
+    if not resume:
+        start = LoopInput(
+            task_path=str(task.path),
+            max_candidates=budget,
+            max_seconds=max_seconds,
+            plateau_rounds=plateau,
+            max_repairs=max_repairs,
+        )
+    try:
+        with closing(sqlite3.connect(run.checkpoints, check_same_thread=False)) as conn:
+            saver = SqliteSaver(
+                conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
+            )
+            output = build(saver).invoke(start, config, context=context)
+    finally:
+        if own_gpu:
+            gpu.close()
+    return output, run

@@ -1,0 +1,89 @@
+"""A run's directory: the best kernel as files, every attempt as JSONL, a Markdown summary and
+the checkpoint database a killed run resumes from.
+
+    runs/softmax-20261122-051500/
+        run.json            what was run: task, model, budget
+        attempts.jsonl      one line per measured attempt
+        best.cu, best.toml  the best verified kernel and its launch (checkable as a candidate)
+        summary.md          written when the run ends
+        checkpoints.sqlite  LangGraph's checkpoints
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelwright.tools.results import Attempt
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, base: Path, task_name: str, meta: dict[str, Any]) -> RunDir:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = base / f"{task_name}-{stamp}"
+        n = 1
+        while path.exists():
+            n += 1
+            path = base / f"{task_name}-{stamp}-{n}"
+        path.mkdir(parents=True)
+        (path / "run.json").write_text(json.dumps(meta, indent=2))
+        return cls(path)
+
+    @classmethod
+    def latest_unfinished(cls, base: Path, task_name: str) -> RunDir | None:
+        """The newest run of this task that has checkpoints and no summary yet."""
+        runs = sorted(base.glob(f"{task_name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for path in runs:
+            run = cls(path)
+            if run.checkpoints.is_file() and not run.finished:
+                return run
+        return None
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints.sqlite"
+
+    @property
+    def finished(self) -> bool:
+        return (self.path / "summary.md").is_file()
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return json.loads((self.path / "run.json").read_text())
+
+    def append_attempt(self, attempt: Attempt) -> None:
+        with (self.path / "attempts.jsonl").open("a") as f:
+            f.write(json.dumps(attempt.model_dump(mode="json")) + "\n")
+
+    def attempts(self) -> list[Attempt]:
+        path = self.path / "attempts.jsonl"
+        if not path.is_file():
+            return []
+        return [Attempt.model_validate_json(line) for line in path.read_text().splitlines() if line]
+
+    def write_best(self, source: str, launch: dict[str, Any] | None) -> None:
+        (self.path / "best.cu").write_text(source)
+        sidecar = self.path / "best.toml"
+        if launch:
+            sidecar.write_text(_launch_toml(launch))
+        elif sidecar.exists():
+            sidecar.unlink()
+
+    def write_summary(self, text: str) -> None:
+        (self.path / "summary.md").write_text(text)
+
+
+def _launch_toml(launch: dict[str, Any]) -> str:
+    def items(values: Any) -> str:
+        return "[" + ", ".join(json.dumps(str(v)) for v in values) + "]"
+
+    lines = ["[launch]", f"block = {items(launch['block'])}", f"grid = {items(launch['grid'])}"]
+    if launch.get("shared_mem_bytes") not in (None, "", 0, "0"):
+        lines.append(f"shared_mem_bytes = {json.dumps(str(launch['shared_mem_bytes']))}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,426 @@
+"""The prompt templates rendered with a real task and real-looking values, against snapshots.
+
+Snapshots live in tests/prompts/snapshots/; `KW_UPDATE_SNAPSHOTS=1 python -m pytest tests/prompts`
+rewrites them after a deliberate change to a template (review the diff before committing).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+
+from kernelwright.prompts import render
+from kernelwright.tools.results import Attempt, CompileResult, ProfileResult
+from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import load_task
+from tests.conftest import EXAMPLES
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+UPDATE = os.environ.get("KW_UPDATE_SNAPSHOTS") == "1"
+
+FASTER = (EXAMPLES / "softmax" / "candidates" / "faster.cu").read_text()
+WRONG = (EXAMPLES / "softmax" / "candidates" / "wrong.cu").read_text()
+WRONG_REASON = (
+    "output 'y' wrong at 4,998 of 5,000 elements (max abs error 2.31 at [3, 17]: "
+    "got 2.51193, expected 0.201843; ...)"
+)
+# A wrong variant of FASTER: the last pass forgets to subtract the row max.
+WRONG_FAST = FASTER.replace("o[j] = expf(r[j] - mx) * inv;", "o[j] = expf(r[j]) * inv;")
+# What NVRTC printed for FASTER with `s` misspelt (recorded).
+BROKEN = FASTER.replace("float inv = 1.0f / s;", "float inv = 1.0f / total;")
+BROKEN_LOG = (
+    'candidate.cu(48): error: identifier "total" is undefined\n'
+    "      float inv = 1.0f / total;\n"
+    "                         ^\n\n"
+    '1 error detected in the compilation of "candidate.cu".'
+)
+# Braces that a template engine would eat if a source were ever treated as template text.
+BRACES = (
+    'extern "C" __global__ void softmax(const float* x, float* y, int m, int n)\n'
+    "{\n"
+    "    // {{ not a variable }} {% if x %} {# not a comment #} {{- trim -}}\n"
+    "    int pad[2] = {{0}};\n"
+    "    if (m > 0) {{ y[0] = x[0] + pad[0]; }}\n"
+    "}}\n"
+)
+VECTORIZE = {
+    "name": "vectorized memory access",
+    "when": "memory-bound kernels whose threads read consecutive floats: float4 moves 16 bytes "
+    "per instruction",
+    "pitfalls": "needs 16-byte aligned addresses; the last n % 4 elements need a scalar tail",
+}
+TECHNIQUES = ["coalescing", "warp-per-row", "block-per-row", "vectorized memory access", "tiling"]
+
+
+@pytest.fixture(scope="module")
+def task() -> CudaTask:
+    t = load_task(EXAMPLES / "softmax")
+    assert isinstance(t, CudaTask)
+    return t
+
+
+def profile_view(profile: ProfileResult, compiled: CompileResult) -> dict[str, Any]:
+    """What the propose node shows: Nsight Compute's metrics and the compiler's resources."""
+    return {
+        "bottleneck": profile.bottleneck,
+        "duration_ms": profile.duration_ms,
+        "sm_pct": profile.sm_pct,
+        "dram_pct": profile.dram_pct,
+        "achieved_occupancy_pct": profile.achieved_occupancy_pct,
+        "theoretical_occupancy_pct": profile.theoretical_occupancy_pct,
+        "registers": compiled.registers,
+        "shared_mem_bytes": compiled.shared_mem_bytes,
+        "spill_stores_bytes": compiled.spill_stores_bytes,
+        "spill_loads_bytes": compiled.spill_loads_bytes,
+    }
+
+
+NAIVE_PROFILE = profile_view(
+    ProfileResult(
+        available=True,
+        kernel_name="softmax",
+        duration_ms=21.8734,
+        sm_pct=4.1,
+        dram_pct=11.7,
+        memory_pct=38.2,
+        achieved_occupancy_pct=6.2,
+        theoretical_occupancy_pct=100.0,
+        registers_per_thread=31,
+        bottleneck="latency-bound",
+    ),
+    CompileResult(
+        ok=True,
+        backend="nvrtc",
+        arch="sm_90",
+        duration_ms=90.6,
+        registers=31,
+        shared_mem_bytes=0,
+        local_mem_bytes=0,
+        spill_stores_bytes=0,
+        spill_loads_bytes=0,
+    ),
+)
+FASTER_PROFILE = profile_view(
+    ProfileResult(
+        available=True,
+        kernel_name="softmax",
+        duration_ms=0.1412,
+        sm_pct=41.3,
+        dram_pct=79.6,
+        achieved_occupancy_pct=88.9,
+        theoretical_occupancy_pct=100.0,
+        bottleneck="memory-bound",
+    ),
+    CompileResult(
+        ok=True,
+        backend="nvrtc",
+        arch="sm_90",
+        duration_ms=88.2,
+        registers=26,
+        shared_mem_bytes=64,
+        spill_stores_bytes=0,
+        spill_loads_bytes=0,
+    ),
+)
+ATTEMPTS = [
+    Attempt(
+        index=1,
+        parent=0,
+        tags=("block-per-row",),
+        source=FASTER,
+        verdict="correct",
+        reason="correct: 6 trials over 4 shapes (one held out)",
+        speedup=154.9,
+        kept=True,
+    ),
+    Attempt(
+        index=2,
+        parent=1,
+        tags=("block-per-row", "tiling"),
+        source=BROKEN,
+        verdict="compile_error",
+        reason='candidate.cu(48): error: identifier "total" is undefined',
+    ),
+    Attempt(
+        index=3,
+        parent=1,
+        tags=("block-per-row", "strength reduction"),
+        source=WRONG_FAST,
+        verdict="wrong",
+        reason=WRONG_REASON,
+    ),
+    Attempt(
+        index=4,
+        parent=1,
+        tags=("block-per-row", "loop unrolling"),
+        source=FASTER,
+        verdict="correct",
+        reason="correct: 6 trials over 4 shapes (one held out)",
+        speedup=151.2,
+    ),
+]
+
+
+def propose(task: CudaTask, **overrides: Any) -> list[dict[str, str]]:
+    """The normal round: a best kernel with its profile and this run's earlier attempts."""
+    values: dict[str, Any] = {
+        "task": task,
+        "launch": {"block": ["256"], "grid": ["M"], "shared_mem_bytes": "0"},
+        "source": FASTER,
+        "speedup": 154.9,
+        "profile": FASTER_PROFILE,
+        "technique": VECTORIZE,
+        "techniques": TECHNIQUES,
+        "example": render.fewshot("vectorized_copy_scale"),
+        "attempts": ATTEMPTS,
+        "max_attempts": 3,
+        "contrastive": [],
+        "repair": None,
+    }
+    values.update(overrides)
+    return render.render("propose", **values)
+
+
+def first_round(task: CudaTask, **overrides: Any) -> list[dict[str, str]]:
+    values: dict[str, Any] = {
+        "launch": task.launch,
+        "source": task.source,
+        "speedup": 1.0,
+        "profile": None,
+        "technique": None,
+        "example": "",
+        "attempts": [],
+    }
+    values.update(overrides)
+    return propose(task, **values)
+
+
+def reflect(**overrides: Any) -> list[dict[str, str]]:
+    values: dict[str, Any] = {
+        "tags": ["block-per-row"],
+        "verdict": "correct",
+        "reason": "correct: 6 trials over 4 shapes (one held out)",
+        "speedup": 154.9,
+        "best_speedup": 1.0,
+        "profile_before": NAIVE_PROFILE,
+        "profile_after": FASTER_PROFILE,
+        "diff": unified_diff(
+            (EXAMPLES / "softmax" / "softmax.cu").read_text(), FASTER, "best.cu", "candidate.cu"
+        ),
+    }
+    values.update(overrides)
+    return render.render("reflect", **values)
+
+
+def unified_diff(before: str, after: str, a: str, b: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), a, b
+        )
+    )
+
+
+def as_text(messages: list[dict[str, str]]) -> str:
+    return "".join(f"=== {m['role']} ===\n{m['content']}\n" for m in messages)
+
+
+def assert_snapshot(case: str, messages: list[dict[str, str]]) -> None:
+    path = SNAPSHOTS / f"{case}.txt"
+    text = as_text(messages)
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return
+    if not path.is_file():
+        pytest.fail(f"no snapshot {path.name}: run with KW_UPDATE_SNAPSHOTS=1 to write it")
+    expected = path.read_text()
+    if text != expected:
+        diff = difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            f"snapshots/{path.name}",
+            "rendered",
+        )
+        pytest.fail(
+            f"prompt {case!r} differs from its snapshot "
+            "(KW_UPDATE_SNAPSHOTS=1 rewrites it):\n" + "".join(diff)
+        )
+
+
+def answer_format(messages: list[dict[str, str]]) -> str:
+    user = messages[1]["content"]
+    assert user.count("## Answer format") == 1
+    return user.split("## Answer format", 1)[1]
+
+
+# --- snapshots ---
+
+
+def test_propose_normal(task: CudaTask) -> None:
+    messages = propose(task)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert_snapshot("propose_normal", messages)
+
+
+def test_propose_first_round(task: CudaTask) -> None:
+    assert_snapshot("propose_first_round", first_round(task))
+
+
+def test_propose_repair(task: CudaTask) -> None:
+    messages = propose(task, repair={"source": BROKEN, "log": BROKEN_LOG})
+    assert_snapshot("propose_repair", messages)
+
+
+def test_propose_contrastive(task: CudaTask) -> None:
+    pairs = [
+        {
+            "faster": {"source": FASTER, "speedup": 154.9},
+            "slower": {"source": WRONG, "speedup": None, "reason": f"wrong: {WRONG_REASON}"},
+        },
+        {
+            "faster": {"source": FASTER, "speedup": 154.9},
+            "slower": {"source": task.source, "speedup": 1.0, "reason": ""},
+        },
+    ]
+    messages = first_round(task, contrastive=pairs, attempts=ATTEMPTS[:1])
+    assert "## Related attempts" in messages[1]["content"]
+    assert_snapshot("propose_contrastive", messages)
+
+
+def test_reflect_correct() -> None:
+    assert_snapshot("reflect_correct", reflect())
+
+
+def test_reflect_wrong() -> None:
+    messages = reflect(
+        tags=["block-per-row", "strength reduction"],
+        verdict="wrong",
+        reason=WRONG_REASON,
+        speedup=None,
+        best_speedup=154.9,
+        profile_before=FASTER_PROFILE,
+        profile_after=None,
+        diff=unified_diff(FASTER, WRONG_FAST, "best.cu", "candidate.cu"),
+    )
+    assert_snapshot("reflect_wrong", messages)
+
+
+# --- behaviour ---
+
+
+@pytest.mark.parametrize("name", ["propose", "reflect"])
+def test_templates_load_as_package_data(name: str) -> None:
+    templates = render.load(name)
+    assert {"system", "user"} <= set(templates)
+    assert render.variables(name)
+
+
+def test_a_missing_variable_raises(task: CudaTask) -> None:
+    values = {name: None for name in render.variables("propose")}
+    del values["source"]
+    with pytest.raises(jinja2.UndefinedError, match="source"):
+        render.render("propose", **values)
+    values = {name: None for name in render.variables("reflect")}
+    del values["diff"]
+    with pytest.raises(jinja2.UndefinedError, match="diff"):
+        render.render("reflect", **values)
+
+
+def test_a_missing_field_raises(task: CudaTask) -> None:
+    with pytest.raises(jinja2.UndefinedError, match="pitfalls"):
+        propose(task, technique={"name": "tiling", "when": "reuse"})
+
+
+def test_an_unknown_variable_raises(task: CudaTask) -> None:
+    with pytest.raises(TypeError, match="attemps"):
+        propose(task, attemps=[])
+
+
+def test_cuda_braces_survive_unchanged(task: CudaTask) -> None:
+    pair = {
+        "faster": {"source": BRACES, "speedup": 2.0},
+        "slower": {"source": BRACES, "speedup": 0.5, "reason": ""},
+    }
+    normal = propose(task, source=BRACES, example=BRACES, contrastive=[pair])[1]["content"]
+    assert normal.count(BRACES.rstrip()) == 4
+    repair = propose(task, repair={"source": BRACES, "log": "{{ log }}"})[1]["content"]
+    assert BRACES.rstrip() in repair and "{{ log }}" in repair
+    diff = unified_diff(task.source, BRACES, "best.cu", "candidate.cu")
+    reflected = reflect(diff=diff)[1]["content"]
+    assert diff.rstrip("\n") in reflected
+
+
+@pytest.mark.parametrize("example", ["softmax", "gelu", "transpose"])
+def test_answer_format_names_the_entry_point(example: str) -> None:
+    t = load_task(EXAMPLES / example)
+    assert isinstance(t, CudaTask)
+    for messages in (first_round(t), propose(t, repair={"source": BROKEN, "log": BROKEN_LOG})):
+        fmt = answer_format(messages)
+        assert f'extern "C" __global__ void {t.entry}(...)' in fmt
+        assert ", ".join(a.name for a in t.args) in fmt
+        assert "```cuda" in fmt and "```json" in fmt
+        assert "ceil_div(a, b)" in fmt
+
+
+def test_answer_format_example_is_the_current_launch(task: CudaTask) -> None:
+    fmt = answer_format(first_round(task))
+    assert '"block": ["256"], "grid": ["ceil_div(M, 256)"], "shared_mem_bytes": "0"' in fmt
+
+
+def test_no_contrastive_heading_without_pairs(task: CudaTask) -> None:
+    user = propose(task, contrastive=[])[1]["content"]
+    assert "Related attempts" not in user
+
+
+def test_attempts_newest_last_and_at_most_n(task: CudaTask) -> None:
+    user = propose(task, max_attempts=2)[1]["content"]
+    assert "#1 " not in user and "#2 " not in user
+    assert user.index("#3 [") < user.index("#4 [")
+    assert "(2 older not shown)" in user
+    assert "## Earlier attempts" not in propose(task, max_attempts=0)[1]["content"]
+
+
+def test_absent_metrics_read_not_measured(task: CudaTask) -> None:
+    user = propose(task, profile={"bottleneck": "memory-bound", "dram_pct": 83.0})[1]["content"]
+    assert "- DRAM throughput: 83.0% of peak" in user
+    assert "- duration: not measured" in user
+    assert "- spill loads: not measured" in user
+    assert "not measured" in first_round(task)[1]["content"].split("## Its profile")[1]
+
+
+def test_no_technique_lists_the_candidates(task: CudaTask) -> None:
+    user = first_round(task)[1]["content"]
+    assert "## Technique to apply" not in user
+    assert ", ".join(TECHNIQUES) in user
+
+
+def test_multiple_of_is_shown_only_when_set(task: CudaTask) -> None:
+    assert "multiples of" not in first_round(task)[1]["content"]
+    aligned = task.model_copy(update={"multiple_of": {"N": 4}})
+    assert "Sizes are always multiples of: N=4\n" in first_round(aligned)[1]["content"]
+
+
+def test_the_recorded_variants_differ_from_the_kernel() -> None:
+    assert FASTER not in (BROKEN, WRONG_FAST)
+
+
+def test_a_long_compile_log_is_trimmed(task: CudaTask) -> None:
+    log = "\n".join(f"candidate.cu({i}): error: expected a ';'" for i in range(1, 81))
+    user = propose(task, repair={"source": BROKEN, "log": log})[1]["content"]
+    assert "(first 30 of 80 lines)" in user
+    assert "candidate.cu(30):" in user and "candidate.cu(31):" not in user
+
+
+def test_a_long_diff_is_trimmed() -> None:
+    diff = "--- best.cu\n+++ candidate.cu\n@@ -1,400 +1,400 @@\n" + "".join(
+        f"+line {i}\n" for i in range(400)
+    )
+    user = reflect(diff=diff)[1]["content"]
+    assert "(first 150 of 403 lines)" in user
+    assert "+line 146\n" in user and "+line 147\n" not in user
+    assert "(no change to the source)" in reflect(diff="")[1]["content"]
