@@ -23,6 +23,23 @@ def _has_gpu() -> bool:
 
 
 HAS_GPU = _has_gpu()
+
+
+@pytest.fixture(scope="session")
+def nvrtc() -> None:
+    """Skip unless NVRTC compiles a trivial kernel here (no GPU needed)."""
+    from kernelwright.tools.compile import compile_nvrtc
+
+    try:
+        result, _ = compile_nvrtc(
+            'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "k", "sm_90"
+        )
+    except Exception as exc:
+        pytest.skip(f"NVRTC not usable: {exc}")
+    if not result.ok:
+        pytest.skip(f"NVRTC cannot compile a trivial kernel: {result.first_error}")
+
+
 HAS_NCU = shutil.which("ncu") is not None
 
 

@@ -25,15 +25,6 @@ WRONG = (GELU / "candidates" / "wrong.cu").read_text()
 FASTER_LAUNCH = {"block": ["256"], "grid": ["ceil_div(N, 1024)"], "shared_mem_bytes": "0"}
 
 
-def _nvrtc_or_skip() -> None:
-    from kernelwright.tools.compile import compile_nvrtc
-
-    try:
-        compile_nvrtc('extern "C" __global__ void k(float* x){ x[0] = 1; }', "k", "sm_90")
-    except Exception as exc:  # NVRTC missing
-        pytest.skip(f"NVRTC unavailable: {exc}")
-
-
 def reply(source: str, launch: dict[str, Any] | None, tags: list[str]) -> str:
     meta = {"tags": tags, "rationale": "scripted"} | ({"launch": launch} if launch else {})
     return f"Here it is.\n```cuda\n{source}\n```\n```json\n{json.dumps(meta)}\n```\n"
@@ -64,8 +55,7 @@ def report(task: CudaTask, verdict: str, speedup: float | None, reason: str = "o
 
 
 @pytest.fixture
-def gelu() -> CudaTask:
-    _nvrtc_or_skip()
+def gelu(nvrtc: None) -> CudaTask:
     task = load_task(GELU)
     assert isinstance(task, CudaTask)
     return task

@@ -22,16 +22,6 @@ def entry_of(name: str) -> str:
     return entries[0]
 
 
-@pytest.fixture(scope="module")
-def nvrtc() -> None:
-    try:
-        result, _ = compile_nvrtc(TRIVIAL, "k", "sm_90")
-    except Exception as exc:
-        pytest.skip(f"NVRTC not usable: {exc}")
-    if not result.ok:
-        pytest.skip(f"NVRTC cannot compile a trivial kernel: {result.first_error}")
-
-
 def test_the_three_techniques_ship() -> None:
     assert NAMES == ["tiled_transpose", "vectorized_copy_scale", "warp_shuffle_rowsum"]
 

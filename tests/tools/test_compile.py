@@ -24,16 +24,6 @@ TRIVIAL = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
 BROKEN = 'extern "C" __global__ void k(float* x)\n{\n    x[0] = undefined_thing;\n}\n'
 
 
-@pytest.fixture(scope="module")
-def nvrtc() -> None:
-    try:
-        result, _ = compile_nvrtc(TRIVIAL, "k", "sm_90")
-    except Exception as exc:
-        pytest.skip(f"NVRTC not usable: {exc}")
-    if not result.ok:
-        pytest.skip(f"NVRTC cannot compile a trivial kernel: {result.first_error}")
-
-
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 

@@ -72,14 +72,20 @@ def test_silent_pipe_times_out_and_polls(pipe: tuple[int, int]) -> None:
     assert len(polls) >= 3  # the watchdog runs while waiting
 
 
-def test_closed_pipe(pipe: tuple[int, int]) -> None:
-    r, w = pipe
+def test_closed_pipe() -> None:
+    # Its own pipe: the write end is closed here, so no teardown may close that number again
+    # (by then it can belong to another file, and closing it breaks an unrelated test).
+    r, w = os.pipe()
     os.write(w, b"\x00\x00\x00\x00\x00\x00\x00\x10partial")  # 16 bytes announced, 7 sent
     os.close(w)
     reader = FrameReader(r)
-    with pytest.raises(ProtocolError, match="closed"):
-        reader.read_message(_soon())
-    assert reader.closed
+    try:
+        with pytest.raises(ProtocolError, match="closed"):
+            reader.read_message(_soon())
+        assert reader.closed
+    finally:
+        reader.close()
+        os.close(r)
 
 
 def test_oversized_frame(pipe: tuple[int, int]) -> None:
