@@ -208,3 +208,86 @@ def test_resume_without_an_unfinished_run_says_so(tmp_path: Path, gelu: CudaTask
 
     with pytest.raises(KernelwrightError, match="no unfinished run of gelu"):
         run(tmp_path, ScriptedLLM([]), replay_for(gelu, []), resume=True)
+
+
+class Killable(ScriptedLLM):
+    """A script shared across restarts; raises KeyboardInterrupt (a kill) at one request."""
+
+    def __init__(self, replies: list[str], kill_at: int | None) -> None:
+        super().__init__(replies)
+        self.kill_at = kill_at
+
+    def complete(self, messages: list[Message]) -> str:
+        if self.kill_at is not None and len(self.prompts) + 1 == self.kill_at:
+            self.kill_at = None
+            self.prompts.append(messages)  # asked, never answered
+            raise KeyboardInterrupt
+        return super().complete(messages)
+
+
+class KillableGpu(ReplayGpu):
+    def __init__(self, base: ReplayGpu, kill_at_check: int | None) -> None:
+        super().__init__(base.checks, base.profiles)
+        self.kill_at_check = kill_at_check
+
+    def check(self, task: Any, candidate: Any) -> CheckReport:
+        if (
+            self.kill_at_check is not None
+            and len([c for c in self.calls if c[0] == "check"]) + 1 == self.kill_at_check
+        ):
+            self.kill_at_check = None
+            raise KeyboardInterrupt
+        return super().check(task, candidate)
+
+
+@pytest.mark.parametrize(
+    ("model_kill", "gpu_kill"),
+    [(1, None), (2, None), (3, None), (4, None), (None, 1), (None, 2), (None, 3)],
+    ids=[
+        "propose-1",
+        "reflect-1",
+        "propose-2",
+        "reflect-2",
+        "check-original",
+        "check-1",
+        "check-2",
+    ],
+)
+def test_killed_anywhere_resumes_and_loses_no_verified_attempt(
+    tmp_path: Path, gelu: CudaTask, model_kill: int | None, gpu_kill: int | None
+) -> None:
+    second = FASTER.replace("// ", "// second: ", 1)
+    base = replay_for(
+        gelu,
+        [
+            (FASTER, FASTER_LAUNCH, report(gelu, "correct", 1.3)),
+            (second, FASTER_LAUNCH, report(gelu, "correct", 1.4)),
+        ],
+    )
+    gpu = KillableGpu(base, gpu_kill)
+    script = [
+        reply(FASTER, FASTER_LAUNCH, ["a"]),
+        "first.",
+        reply(second, FASTER_LAUNCH, ["b"]),
+        "second.",
+    ]
+    model = Killable(script, model_kill)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, model, gpu, budget=2)
+    finished = [a.index for a in _only_run(tmp_path).attempts()]
+    out, rundir = run(tmp_path, model, gpu, budget=2, resume=True)
+    assert [a.speedup for a in out["attempts"]] == [1.3, 1.4]
+    assert [a.index for a in rundir.attempts()] == [1, 2]  # none lost, none written twice
+    checks = [key for kind, key in gpu.calls if kind == "check"]
+    if gpu_kill != 1:  # the original was measured before the kill: never again
+        assert checks.count(checks[0]) == 1
+    if finished:  # a verified attempt finished before the kill is never measured again
+        assert checks.count(checks[1]) == 1
+    assert out["best_speedup"] == 1.4 and rundir.finished
+
+
+def _only_run(data: Path) -> Any:
+    from kernelwright.agent.rundir import RunDir
+
+    (path,) = (data / "runs").iterdir()
+    return RunDir(path)
