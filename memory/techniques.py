@@ -1,0 +1,49 @@
+"""The catalogue of CUDA techniques (techniques.yaml): the reasoning graph's tags and prior."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+Bottleneck = Literal["memory-bound", "compute-bound", "latency-bound"]
+BOTTLENECKS: tuple[Bottleneck, ...] = ("memory-bound", "compute-bound", "latency-bound")
+
+
+class Technique(BaseModel):
+    """One technique: when it helps, what goes wrong, its prior mean log-speedup per bottleneck."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tag: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    name: str
+    when: str
+    pitfalls: str
+    helps: tuple[Bottleneck, ...]
+    prior: dict[Bottleneck, float]
+    requires: tuple[str, ...] = ()
+
+    def prior_for(self, bottleneck: str) -> float:
+        """The prior for a bottleneck class; the mean over classes when it is unknown."""
+        if bottleneck in self.prior:
+            return self.prior[bottleneck]
+        return sum(self.prior.values()) / len(self.prior) if self.prior else 0.0
+
+
+@cache
+def catalogue() -> dict[str, Technique]:
+    """All techniques by tag, read once from the package data."""
+    text = resources.files("kernelwright.memory").joinpath("techniques.yaml").read_text()
+    items = [Technique.model_validate(raw) for raw in yaml.safe_load(text)["techniques"]]
+    found = {t.tag: t for t in items}
+    if len(found) != len(items):
+        raise ValueError("techniques.yaml repeats a tag")
+    return found
+
+
+def technique(tag: str) -> Technique:
+    """The technique with this tag (KeyError if the catalogue has none)."""
+    return catalogue()[tag]

@@ -1,0 +1,248 @@
+"""The episodic memory: what one process writes, another reads; old stores migrate on open."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import chromadb
+import pytest
+from chromadb.config import Settings
+
+from kernelwright.memory import migrations
+from kernelwright.memory.embeddings import CodeHashEmbedding, EmbeddingUnavailable, OllamaEmbedding
+from kernelwright.memory.store import ChromaStore
+from kernelwright.tools.results import Attempt
+
+NAIVE = """extern "C" __global__ void rowsum(const float* x, float* y, int n) {
+    int row = blockIdx.x;
+    float acc = 0.0f;
+    for (int i = 0; i < n; ++i) acc += x[row * n + i];
+    y[row] = acc;
+}"""
+SHARED = """extern "C" __global__ void rowsum(const float* x, float* y, int n) {
+    __shared__ float partial[256];
+    int row = blockIdx.x, t = threadIdx.x;
+    float acc = 0.0f;
+    for (int i = t; i < n; i += blockDim.x) acc += x[row * n + i];
+    partial[t] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (t < s) partial[t] += partial[t + s];
+        __syncthreads();
+    }
+    if (t == 0) y[row] = partial[0];
+}"""
+WARP = """extern "C" __global__ void rowsum(const float* __restrict__ x, float* y, int n) {
+    int row = blockIdx.x, lane = threadIdx.x;
+    float acc = 0.0f;
+    const float4* x4 = reinterpret_cast<const float4*>(x + row * n);
+    for (int i = lane; i < n / 4; i += 32) { float4 v = x4[i]; acc += v.x + v.y + v.z + v.w; }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffff, acc, o);
+    if (lane == 0) y[row] = acc;
+}"""
+GEMM = """extern "C" __global__ void matmul(const float* a, const float* b, float* c, int n) {
+    int r = blockIdx.y * blockDim.y + threadIdx.y, k = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int i = 0; i < n; ++i) acc += a[r * n + i] * b[i * n + k];
+    c[r * n + k] = acc;
+}"""
+WHERE = dict(
+    task_signature="rowsum(f32[M,N])->f32[M]",
+    op_class="reduction",
+    bottleneck="memory-bound",
+    arch="sm_90",
+    model="qwen2.5-coder:7b",
+)
+
+
+def attempt(
+    index: int,
+    source: str,
+    verdict: str = "correct",
+    speedup: float | None = None,
+    parent: int = 0,
+    tags: tuple[str, ...] = (),
+    reason: str = "ok",
+) -> Attempt:
+    return Attempt.model_validate(
+        dict(
+            index=index,
+            parent=parent,
+            tags=tags,
+            source=source,
+            verdict=verdict,
+            reason=reason,
+            speedup=speedup,
+        )
+    )
+
+
+def fill(store: ChromaStore, run_id: str = "run1") -> None:
+    store.add(
+        attempt(1, SHARED, speedup=3.1, tags=("shared-memory", "tree-reduction")),
+        run_id=run_id,
+        **WHERE,
+    )
+    store.add(
+        attempt(2, WARP, speedup=5.4, parent=1, tags=("warp-shuffle", "float4")),
+        run_id=run_id,
+        **WHERE,
+    )
+    store.add(
+        attempt(
+            3,
+            WARP.replace("n / 4", "n"),
+            "wrong",
+            parent=2,
+            tags=("float4",),
+            reason="max abs err 3.2 at [7]",
+        ),
+        run_id=run_id,
+        **WHERE,
+    )
+
+
+def test_add_search_and_metadata(tmp_path: Path) -> None:
+    store = ChromaStore.open(tmp_path / "memory")
+    fill(store)
+    assert store.count() == 3
+    hits = store.search(WARP, n=2)
+    assert hits[0].id == "run1:2" and hits[0].speedup == pytest.approx(5.4)
+    assert hits[0].tags == ("warp-shuffle", "float4") and hits[0].parent == "run1:1"
+    assert hits[0].distance is not None and hits[0].distance < 1e-4
+    wrong = store.search(WARP, n=5, where={"verdict": "wrong"})
+    assert [h.id for h in wrong] == ["run1:3"] and wrong[0].speedup is None
+    assert wrong[0].reason == "max abs err 3.2 at [7]"
+    meta = store.collection.get(ids=["run1:3"])["metadatas"][0]  # type: ignore[index]
+    assert meta["speedup"] == -1.0 and "speedup_log" not in meta
+    assert all(isinstance(v, str | int | float | bool) for v in meta.values())
+
+
+def test_same_run_and_index_replaces(tmp_path: Path) -> None:
+    store = ChromaStore.open(tmp_path)
+    store.add(attempt(1, NAIVE, speedup=1.0), run_id="r", **WHERE)
+    store.add(attempt(1, SHARED, speedup=3.0), run_id="r", **WHERE)
+    assert store.count() == 1 and store.search(NAIVE, n=1)[0].source == SHARED
+
+
+def test_second_process_sees_what_the_first_wrote(tmp_path: Path) -> None:
+    fill(ChromaStore.open(tmp_path / "memory"))
+    code = f"""
+import chromadb, sys
+from chromadb.config import Settings
+from kernelwright.memory.store import ChromaStore
+store = ChromaStore.open({str(tmp_path / "memory")!r})
+hit = store.search({WARP!r}, n=1)[0]
+# the registered embedding lets plain Chroma reopen the collection too
+client = chromadb.PersistentClient({str(tmp_path / "memory")!r},
+                                   settings=Settings(anonymized_telemetry=False))
+raw = client.get_collection("attempts").query(query_texts=[{SHARED!r}], n_results=1)
+print(store.count(), hit.id, hit.speedup, raw["ids"][0][0])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["3", "run1:2", "5.4", "run1:1"]
+
+
+def test_migrates_a_version_1_store(tmp_path: Path) -> None:
+    client = chromadb.PersistentClient(str(tmp_path), settings=Settings(anonymized_telemetry=False))
+    col = migrations.migrate(client, CodeHashEmbedding(), upto=1)
+    assert migrations.schema_version(client) == 1
+    col.add(
+        ids=["old:1", "old:2"],
+        documents=[SHARED, NAIVE],
+        metadatas=[
+            {"verdict": "correct", "speedup": 2.0, "tags": "shared-memory"},
+            {"verdict": "wrong", "speedup": -1.0, "tags": ""},
+        ],
+    )
+    store = ChromaStore.open(tmp_path)
+    assert migrations.schema_version(store.client) == len(migrations.MIGRATIONS) == 2
+    metas = store.collection.get(ids=["old:1", "old:2"])["metadatas"]
+    assert metas is not None
+    assert metas[0]["speedup_log"] == pytest.approx(math.log(2.0))
+    assert "speedup_log" not in metas[1]
+    assert store.collection.metadata["description"]  # type: ignore[index]
+    ChromaStore.open(tmp_path)  # idempotent: nothing left to apply
+    assert migrations.schema_version(store.client) == 2
+
+
+def test_refuses_a_newer_schema(tmp_path: Path) -> None:
+    store = ChromaStore.open(tmp_path)
+    store.collection.modify(metadata={migrations.VERSION_KEY: 99})
+    with pytest.raises(RuntimeError, match="newer"):
+        ChromaStore.open(tmp_path)
+
+
+def test_export_import_round_trip(tmp_path: Path) -> None:
+    a = ChromaStore.open(tmp_path / "a")
+    fill(a)
+    assert a.export_jsonl(tmp_path / "m.jsonl") == 3
+    first = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[0])
+    assert set(first) == {"id", "source", "metadata"}
+    b = ChromaStore.open(tmp_path / "b")
+    b.add(
+        attempt(1, SHARED, speedup=3.1, tags=("shared-memory", "tree-reduction")),
+        run_id="run1",
+        **WHERE,
+    )
+    assert b.import_jsonl(tmp_path / "m.jsonl") == 2  # run1:1 was there already
+    assert b.import_jsonl(tmp_path / "m.jsonl") == 0
+    assert b.count() == 3 and b.stats() == a.stats()
+    assert b.search(WARP, n=1)[0].id == "run1:2"
+
+
+def test_stats(tmp_path: Path) -> None:
+    store = ChromaStore.open(tmp_path)
+    fill(store)
+    store.add(
+        attempt(1, GEMM, "compile_error", tags=("tiling",)),
+        run_id="run2",
+        **{**WHERE, "arch": "sm_80"},
+    )
+    s = store.stats()
+    assert s.total == 4
+    assert s.by_verdict == {"correct": 2, "wrong": 1, "compile_error": 1}
+    assert s.by_arch == {"sm_90": 3, "sm_80": 1}
+    assert s.by_tag["float4"].count == 2 and s.by_tag["float4"].correct == 1
+    assert s.by_tag["float4"].mean_speedup == pytest.approx(5.4)
+    assert s.by_tag["tiling"].mean_speedup is None
+
+
+def test_embedding_is_deterministic_and_code_aware() -> None:
+    e = CodeHashEmbedding()
+    a, b, c = e([SHARED, SHARED.replace("partial", "buf"), GEMM])
+    assert a.shape == (384,) and float(a @ a) == pytest.approx(1.0, abs=1e-5)
+    assert float(a @ b) > float(a @ c)
+    assert CodeHashEmbedding.build_from_config(e.get_config()).dim == 384
+    code = (
+        "from kernelwright.memory.embeddings import hash_embed; "
+        f"print(hash_embed({SHARED!r}, 384)[:5].tolist())"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(other.stdout) == pytest.approx(a[:5].tolist())
+
+
+def test_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the memory tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    store = ChromaStore.open(tmp_path)
+    fill(store)
+    assert store.search(SHARED, n=1)[0].id == "run1:1"
+
+
+def test_ollama_unreachable_is_one_line() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    emb = OllamaEmbedding(base_url=f"http://127.0.0.1:{port}", timeout_s=2)
+    with pytest.raises(EmbeddingUnavailable, match="ollama serve") as err:
+        emb(["__global__ void k() {}"])
+    assert "\n" not in str(err.value)
