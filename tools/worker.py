@@ -195,7 +195,9 @@ class Worker:
         sets = [{**ref.inputs(bench, s), **ref.outputs(bench, 0)} for s in command["seeds"]]
         ref_calls = [ref.bind(arrays, bench) for arrays in sets]
         cand_calls = [runner.bind(arrays, bench) for arrays in sets]
-        self.timing(lambda k: ref_calls[k](), lambda k: cand_calls[k](), len(sets))
+        self.timing(
+            lambda k: ref_calls[k](), lambda k: cand_calls[k](), len(sets), queue_ahead=True
+        )
         ref_calls.clear()
         cand_calls.clear()
         sets.clear()
@@ -224,7 +226,7 @@ class Worker:
             runner.launch(arrays, sizes)
             self.sync()
 
-    def timing(self, ref: Any, cand: Any, n_sets: int) -> None:
+    def timing(self, ref: Any, cand: Any, n_sets: int, queue_ahead: bool = False) -> None:
         from .timing import measure
 
         t0 = time.perf_counter()
@@ -234,6 +236,7 @@ class Worker:
             n_sets,
             self.job["device"]["l2_bytes"],
             budget_s=self.job.get("timing_budget_s", 0.6),
+            queue_ahead=queue_ahead,
         )
         self.send(
             {
