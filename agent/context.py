@@ -9,6 +9,8 @@ from typing import Any
 
 from kernelwright.agent.llm import ChatModel
 from kernelwright.agent.rundir import RunDir
+from kernelwright.memory.graph_file import SavedGraph
+from kernelwright.memory.store import EpisodeStore
 from kernelwright.tools.backend import GpuBackend
 from kernelwright.tools.task import Task
 
@@ -25,3 +27,13 @@ class LoopContext:
     compile_backend: str = "nvrtc"
     progress: Progress = field(default=lambda event: None)
     history: int = 8  # earlier attempts shown to the model
+    # The memory (None: off): every measured attempt goes into the store; the reasoning graph,
+    # saved beside it, picks each candidate's technique and learns from its measurement.
+    store: EpisodeStore | None = None
+    graph: SavedGraph | None = None
+    pairs: int = 3  # contrastive pairs at most in a propose prompt
+    pair_chars: int = 12_000  # and the characters they may take
+
+    @property
+    def run_id(self) -> str:
+        return self.run.path.name

@@ -58,6 +58,9 @@ class RunDir:
         return json.loads((self.path / "run.json").read_text())
 
     def append_attempt(self, attempt: Attempt) -> None:
+        """Adds the attempt unless its index is there already (a resumed node ran again)."""
+        if any(a.index == attempt.index for a in self.attempts()):
+            return
         with (self.path / "attempts.jsonl").open("a") as f:
             f.write(json.dumps(attempt.model_dump(mode="json")) + "\n")
 

@@ -4,12 +4,13 @@ variables, then command-line flags. The only module that reads the environment o
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -27,8 +28,32 @@ def config_file() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir(APP)) / "config.toml"
 
 
+class MemorySettings(BaseModel):
+    """The memory: `[memory]` in the config file, KERNELWRIGHT_MEMORY__<KEY> in the environment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    dir: Path | None = None  # the embedded store and the reasoning graph; None: data_dir/memory
+    url: str | None = None  # a shared `chroma run` server (HttpClient) instead of the directory
+    # "hash": offline code-aware hashing; "ollama:MODEL" (e.g. ollama:nomic-embed-text): Ollama's
+    # /api/embed at ollama_base_url. A store keeps the embedding it was made with.
+    embedding: str = "hash"
+    pairs: int = Field(default=3, ge=0)  # contrastive pairs at most in a propose prompt
+    pair_tokens: int = Field(default=3000, ge=0)  # their token budget (about 4 characters each)
+
+    @field_validator("embedding")
+    @classmethod
+    def _embedding(cls, value: str) -> str:
+        if value != "hash" and not re.fullmatch(r"ollama:\S+", value):
+            raise ValueError('expected "hash" or "ollama:MODEL", e.g. ollama:nomic-embed-text')
+        return value
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KERNELWRIGHT_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="KERNELWRIGHT_", env_nested_delimiter="__", extra="ignore"
+    )
 
     model: str = "qwen2.5-coder:7b"
     ollama_base_url: str = "http://127.0.0.1:11434"
@@ -47,6 +72,11 @@ class Settings(BaseSettings):
     openai_base_url: str = "http://127.0.0.1:8000"
     openai_api_key: str = ""
     request_timeout_s: float = 300.0
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.memory.dir or self.data_dir / "memory"
 
     @classmethod
     def settings_customise_sources(
@@ -73,8 +103,8 @@ def load(**overrides: object) -> Settings:
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"])
         raise SettingsError(
-            f"setting {field!r}: {first['msg']} (flag, KERNELWRIGHT_"
-            f"{field.upper()} or {config_file()})"
+            f"setting {field!r}: {first['msg'].removeprefix('Value error, ')} (flag, KERNELWRIGHT_"
+            f"{field.upper().replace('.', '__')} or {config_file()})"
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{config_file()}: not valid TOML: {exc}") from None

@@ -1,6 +1,7 @@
 """The optimization loop's state: what goes in, what comes out, and what flows between nodes.
 
-Values are frozen pydantic models; only the list of attempts and the elapsed time accumulate.
+Values are frozen pydantic models; only the lists of attempts and of the search's choices, and
+the elapsed time, accumulate.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from kernelwright.agent.experience import TechniqueChoice
 from kernelwright.agent.replies import Proposal
 from kernelwright.tools.results import Attempt, CheckReport, CompileResult, ProfileResult
 
@@ -25,11 +27,14 @@ class LoopOutput(TypedDict, total=False):
     best_launch: dict[str, Any] | None
     best_speedup: float
     stop_reason: str
+    applied: list[str]
     attempts: list[Attempt]
+    choices: list[TechniqueChoice]
 
 
 class LoopState(LoopInput, total=False):
     attempts: Annotated[list[Attempt], operator.add]
+    choices: Annotated[list[TechniqueChoice], operator.add]  # the search's, one per candidate
     elapsed_s: Annotated[float, operator.add]
     best_source: str
     best_launch: dict[str, Any] | None
@@ -47,3 +52,6 @@ class LoopState(LoopInput, total=False):
     model_ms: float
     rounds_without_gain: int
     stop_reason: str
+    applied: list[str]  # the catalogue techniques the best kernel has (the graph's state)
+    path: list[dict[str, Any]]  # the kept steps from the original to it: state, tag, ...
+    choice: TechniqueChoice | None  # the search's choice for the candidate in flight

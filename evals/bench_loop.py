@@ -1,12 +1,15 @@
 """The loop's own overhead, measured and printed (not a timed test):
 
     python -m kernelwright.evals.bench_loop [--candidates 5] [--model-s 2.0] [--check-s 2.3]
+                                            [--no-memory]
 
 Runs the real graph (LangGraph, SQLite checkpoints, prompt rendering, reply parsing, sandboxed
 NVRTC compiles, the run directory) on examples/gelu. Two parts stand in, with fixed delays: the
 model (a script that answers after --model-s seconds) and the GPU measurement (recorded reports
 returned after --check-s seconds; 2.3 s is the median check measured on an H100). Overhead is the
 wall time less model, GPU and compile time; the target is at most 5% of a candidate's wall time.
+The memory (a fresh ChromaDB store and reasoning graph in the temporary data directory: the
+search, contrastive retrieval, storing each attempt, saving the graph) counts as overhead.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=5)
     parser.add_argument("--model-s", type=float, default=2.0)
     parser.add_argument("--check-s", type=float, default=2.3)
+    parser.add_argument("--no-memory", action="store_true", help="Run without the memory.")
     ns = parser.parse_args()
     task = load_task(GELU)
     assert isinstance(task, CudaTask)
@@ -115,13 +119,14 @@ def main() -> None:
             arch="sm_90",
             budget=ns.candidates,
             plateau=ns.candidates + 1,
+            memory=not ns.no_memory,
         )
         wall = time.perf_counter() - t0
     n = len(out["attempts"])
     overhead = wall - clock["model"] - clock["gpu"] - clock["compile"]
     print(
         f"candidates {n}, wall {wall:.2f} s ({wall / n:.2f} s per candidate, first check of the "
-        f"original included)"
+        f"original included), memory {'off' if ns.no_memory else 'on'}"
     )
     for name in ("model", "gpu", "compile"):
         print(f"  {name:<8} {clock[name]:7.2f} s  {clock[name] / wall:6.1%}")

@@ -137,6 +137,8 @@ def as_prompt(pairs: Sequence[ContrastivePair]) -> list[dict[str, Any]]:
     """The propose prompt's `contrastive` variable."""
     return [
         {
+            "origin": p.origin,
+            "task": p.faster.task_signature,
             "faster": {"source": p.faster.source, "speedup": float(p.faster.speedup or 0.0)},
             "slower": {
                 "source": p.slower.source,

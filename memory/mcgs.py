@@ -9,7 +9,7 @@ of the same techniques reach one node and are measured once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from kernelwright.memory.reasoning import (
@@ -120,11 +120,37 @@ def _backpropagate(
     value: dict[StateKey, float | None],
     bottleneck: str,
 ) -> None:
-    """Each edge on the path learns the log-speedup from its own state to the leaf."""
-    leaf_value = value[leaf]
-    ok = leaf_value is not None
-    if leaf_value is None:
-        leaf_value = (value[path[-1][0]] or 0.0) + FAIL_LOG_SPEEDUP
-    for i, (state, tag) in enumerate(path):
+    steps = [Step(state, tag, bottleneck, value[state] or 0.0) for state, tag in path]
+    backpropagate(graph, steps, value[leaf])
+
+
+@dataclass(frozen=True)
+class Step:
+    """One edge on a path from the root: applying `tag` to the kernel in `state`, whose
+    log-speedup over the root was `value`, when `bottleneck` limited it."""
+
+    state: StateKey
+    tag: str
+    bottleneck: str
+    value: float
+
+
+def backpropagate(
+    graph: ReasoningGraph, path: Sequence[Step], leaf: float | None, *, kept: bool = False
+) -> None:
+    """Each edge on the path learns the log-speedup from its own state to the leaf (the root's
+    log-speedup of what the last step made, None when it was wrong). The last edge fails when
+    the leaf is wrong, which counts as FAIL_LOG_SPEEDUP below the state it started from.
+
+    `kept`: the path's states are kernels the caller keeps (an optimization loop never loses
+    its best), so an earlier edge learns at least what its own step achieved: a wrong or slower
+    candidate further down does not make the step that led there look worse."""
+    if not path:
+        return
+    ok = leaf is not None
+    if leaf is None:
+        leaf = path[-1].value + FAIL_LOG_SPEEDUP
+    for i, step in enumerate(path):
         last = i == len(path) - 1
-        graph.record(state, tag, bottleneck, ok or not last, leaf_value - (value[state] or 0.0))
+        reached = leaf if last or not kept else max(leaf, path[i + 1].value)
+        graph.record(step.state, step.tag, step.bottleneck, ok or not last, reached - step.value)

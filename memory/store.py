@@ -22,14 +22,25 @@ from chromadb.config import Settings
 from pydantic import BaseModel, ConfigDict
 
 from kernelwright.memory.embeddings import CodeHashEmbedding
+from kernelwright.memory.export_file import read_export
 from kernelwright.memory.migrations import migrate, pages
+from kernelwright.memory.stats import MemoryStats, TagStats, summarize
+from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt
+
+__all__ = ["ChromaStore", "Episode", "EpisodeStore", "MemoryStats", "Provenance", "TagStats"]
 
 REASON_CHARS = 500  # a verdict's reason is a line or two; a compile log is not kept whole
 
 
+class StoreUnavailable(KernelwrightError):
+    """The store cannot be opened: server unreachable, another embedding, a newer schema."""
+
+
 class Provenance(BaseModel):
-    """Where an attempt was made: the task, what limited it, the GPU, the model, the run."""
+    """Where an attempt was made: the task, what limited it, the GPU, the model, the run, and
+    where in the reasoning graph: the techniques its parent had (`state`), the one it added
+    (`technique`, "" if none the catalogue knows) and the parent's speedup."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     task_signature: str
@@ -38,6 +49,9 @@ class Provenance(BaseModel):
     arch: str
     model: str
     run_id: str
+    technique: str = ""
+    state: tuple[str, ...] = ()
+    parent_speedup: float = 1.0
 
 
 class Episode(BaseModel):
@@ -58,6 +72,10 @@ class Episode(BaseModel):
     run_id: str = ""
     index: int = 0
     parent: str = ""  # id of the attempt it improved on; "" for the original kernel
+    technique: str = ""
+    state: tuple[str, ...] = ()
+    parent_speedup: float = 1.0
+    explanation: str = ""
     distance: float | None = None  # to the query, from search()
 
     @classmethod
@@ -81,32 +99,23 @@ class Episode(BaseModel):
             run_id=str(meta.get("run_id", "")),
             index=int(meta.get("index", 0)),
             parent=str(meta.get("parent", "")),
+            technique=str(meta.get("technique", "")),
+            state=tuple(t for t in str(meta.get("state", "")).split(",") if t),
+            parent_speedup=float(meta.get("parent_speedup", 1.0)),
+            explanation=str(meta.get("explanation", "")),
             distance=distance,
         )
-
-
-class TagStats(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    count: int
-    correct: int
-    mean_speedup: float | None  # geometric mean over the correct, timed attempts
-
-
-class MemoryStats(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    total: int
-    by_verdict: dict[str, int]
-    by_tag: dict[str, TagStats]
-    by_arch: dict[str, int]
 
 
 def record(attempt: Attempt, where: Provenance) -> tuple[str, str, dict[str, Any]]:
     """The id, document and flat metadata under which an attempt is stored."""
     meta: dict[str, Any] = {
         **where.model_dump(),
+        "state": ",".join(where.state),
         "tags": ",".join(attempt.tags),
         "verdict": attempt.verdict,
         "reason": attempt.reason[:REASON_CHARS],
+        "explanation": attempt.explanation[:REASON_CHARS],
         "speedup": float(attempt.speedup) if attempt.speedup else -1.0,
         "index": attempt.index,
         "parent": f"{where.run_id}:{attempt.parent}" if attempt.parent else "",
@@ -136,7 +145,7 @@ class EpisodeStore(Protocol):
     ) -> list[Episode]: ...
     def stats(self) -> MemoryStats: ...
     def export_jsonl(self, path: Path | str) -> int: ...
-    def import_jsonl(self, path: Path | str) -> int: ...
+    def import_jsonl(self, path: Path | str) -> list[Episode]: ...
 
 
 def _client(path: Path | str | None, url: str | None) -> ClientAPI:
@@ -168,8 +177,28 @@ class ChromaStore:
         url: str | None = None,
         embedding: EmbeddingFunction[Documents] | None = None,
     ) -> ChromaStore:
-        client = _client(path, url)
-        return cls(client, migrate(client, embedding or CodeHashEmbedding()))
+        """The store at `url` (a `chroma run` server), else in directory `path`, else in memory;
+        StoreUnavailable with the fix when it cannot be opened."""
+        where = url or str(path or "memory")
+        try:
+            client = _client(path, url)
+            return cls(client, migrate(client, embedding or CodeHashEmbedding()))
+        except ValueError as exc:
+            text = " ".join(str(exc).split())
+            if "Could not connect" in text:
+                raise StoreUnavailable(
+                    f"memory server {url} not reachable: start it (chroma run --path DIR "
+                    "--port PORT) or unset memory.url"
+                ) from None
+            if "conflict" in text:
+                made = text.rsplit("persisted: ", 1)[-1]
+                raise StoreUnavailable(
+                    f"memory at {where} was built with the embedding {made}: set memory.embedding "
+                    "back, or use another memory.dir for the new one"
+                ) from None
+            raise StoreUnavailable(f"memory at {where}: {text}") from None
+        except (RuntimeError, OSError) as exc:
+            raise StoreUnavailable(f"memory at {where}: {exc}") from None
 
     def add(
         self,
@@ -226,35 +255,9 @@ class ChromaStore:
         ]
 
     def stats(self) -> MemoryStats:
-        by_verdict: dict[str, int] = {}
-        by_arch: dict[str, int] = {}
-        tags: dict[str, list[float]] = {}
-        tag_count: dict[str, int] = {}
-        tag_correct: dict[str, int] = {}
-        total = 0
-        for page in pages(self.collection, ["metadatas"]):
-            for meta in page["metadatas"]:
-                total += 1
-                verdict, speedup = str(meta.get("verdict", "")), float(meta.get("speedup", -1))
-                by_verdict[verdict] = by_verdict.get(verdict, 0) + 1
-                arch = str(meta.get("arch", ""))
-                by_arch[arch] = by_arch.get(arch, 0) + 1
-                for tag in filter(None, str(meta.get("tags", "")).split(",")):
-                    tag_count[tag] = tag_count.get(tag, 0) + 1
-                    tags.setdefault(tag, [])
-                    if verdict == "correct":
-                        tag_correct[tag] = tag_correct.get(tag, 0) + 1
-                        if speedup > 0:
-                            tags[tag].append(math.log(speedup))
-        by_tag = {
-            t: TagStats(
-                count=tag_count[t],
-                correct=tag_correct.get(t, 0),
-                mean_speedup=math.exp(sum(logs) / len(logs)) if logs else None,
-            )
-            for t, logs in sorted(tags.items())
-        }
-        return MemoryStats(total=total, by_verdict=by_verdict, by_tag=by_tag, by_arch=by_arch)
+        return summarize(
+            meta for page in pages(self.collection, ["metadatas"]) for meta in page["metadatas"]
+        )
 
     def export_jsonl(self, path: Path | str) -> int:
         """Write every record as {"id", "source", "metadata"} per line; returns how many."""
@@ -268,10 +271,11 @@ class ChromaStore:
                     n += 1
         return n
 
-    def import_jsonl(self, path: Path | str) -> int:
-        """Add the records of an export that this store lacks (by id); returns how many."""
-        rows = [json.loads(line) for line in Path(path).read_text("utf-8").splitlines() if line]
-        added = 0
+    def import_jsonl(self, path: Path | str) -> list[Episode]:
+        """Add the records of an export that this store lacks (by id); returns those added.
+        MemoryFileError, naming the line, if any line is not a record."""
+        rows = read_export(Path(path))
+        added: list[Episode] = []
         for i in range(0, len(rows), self.batch):
             chunk = rows[i : i + self.batch]
             have = set(self.collection.get(ids=[r["id"] for r in chunk], include=[])["ids"])
@@ -286,7 +290,7 @@ class ChromaStore:
                     documents=[r["source"] for r in new],
                     metadatas=[r["metadata"] for r in new],
                 )
-                added += len(new)
+                added += [Episode.from_record(r["id"], r["source"], r["metadata"]) for r in new]
         return added
 
 

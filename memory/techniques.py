@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -47,3 +48,28 @@ def catalogue() -> dict[str, Technique]:
 def technique(tag: str) -> Technique:
     """The technique with this tag (KeyError if the catalogue has none)."""
     return catalogue()[tag]
+
+
+def _loose(text: str) -> str:
+    """Lower case, words joined by "-", a plural "s" dropped: "Grid-stride loops" and
+    "grid_stride_loop" read the same."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return "-".join(w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words)
+
+
+@cache
+def _by_spelling() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for t in catalogue().values():
+        found.setdefault(_loose(t.name), t.tag)
+    for t in catalogue().values():
+        found[_loose(t.tag)] = t.tag  # a tag wins over another technique's name
+    return found
+
+
+def resolve(tag: str) -> str | None:
+    """The catalogue tag that a model's tag means: the tag or the technique's name, however
+    spelled (case, spaces, underscores, plural); None when the catalogue has no such one."""
+    if tag in catalogue():
+        return tag
+    return _by_spelling().get(_loose(tag))

@@ -12,19 +12,6 @@ from kernelwright.agent.state import LoopState
 from kernelwright.tools.results import CompileResult, ProfileResult
 from kernelwright.tools.spec import CudaCandidate, CudaTask, LaunchSpec, parse_launch
 
-# Until the technique catalogue and its search land, the model chooses among these.
-DEFAULT_TECHNIQUES = (
-    "memory coalescing",
-    "16-byte vector loads and stores",
-    "shared-memory tiling",
-    "register tiling and thread coarsening",
-    "warp-shuffle reduction",
-    "loop unrolling",
-    "launch bounds and occupancy",
-    "read-only data and __restrict__",
-    "grid-stride loop",
-    "bank-conflict padding",
-)
 KEEP_MARGIN = 1.005  # a candidate replaces the best only if faster by more than this
 GAIN = 1.02  # a gain below 2% counts toward the plateau
 

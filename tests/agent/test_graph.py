@@ -119,8 +119,9 @@ def test_faster_kept_wrong_rejected_compile_error_repaired(tmp_path: Path, gelu:
     repair_prompt = model.prompts[5][-1]["content"]
     assert "did not compile" in repair_prompt and "tanhff" in repair_prompt
     earlier = model.prompts[4][-1]["content"]  # the third proposal sees the first two outcomes
-    assert "#1 [16-byte vector loads and stores] correct, 1.30x" in earlier
-    assert "#2 [grid-stride loop] wrong" in earlier
+    # the model's tags in the catalogue's spelling
+    assert "#1 [vector-access-16b] correct, 1.30x" in earlier
+    assert "#2 [grid-stride] wrong" in earlier
 
 
 def test_a_wrong_candidate_never_replaces_the_best_and_plateau_stops(

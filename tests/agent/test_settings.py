@@ -62,3 +62,46 @@ def test_invalid_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWRIGHT_COMPILE_BACKEND", "gcc")
     with pytest.raises(SettingsError, match=r"compile_backend.*KERNELWRIGHT_COMPILE_BACKEND"):
         load()
+
+
+def test_memory_defaults_to_the_data_dir_offline_and_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_DATA_DIR", "/tmp/kw-data")
+    s = load()
+    assert s.memory.enabled and s.memory.embedding == "hash" and s.memory.url is None
+    assert s.memory_dir == Path("/tmp/kw-data/memory")
+    assert load().memory.dir is None
+
+
+def test_memory_table_in_the_file_and_one_key_from_the_environment(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean_env.write_text(
+        '[memory]\ndir = "/srv/kw-memory"\nembedding = "ollama:nomic-embed-text"\npairs = 2\n'
+    )
+    monkeypatch.setenv("KERNELWRIGHT_MEMORY__URL", "http://gpu-box:8000")
+    s = load()
+    assert s.memory_dir == Path("/srv/kw-memory")
+    assert s.memory.embedding == "ollama:nomic-embed-text" and s.memory.pairs == 2
+    assert s.memory.url == "http://gpu-box:8000"
+    monkeypatch.setenv("KERNELWRIGHT_MEMORY__ENABLED", "false")
+    assert load().memory.enabled is False
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("EMBEDDING", "bert", 'expected "hash" or "ollama:MODEL"'),
+        ("PAIRS", "-1", "greater than or equal to 0"),
+    ],
+)
+def test_a_bad_memory_setting_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, key: str, value: str, says: str
+) -> None:
+    from kernelwright.agent.settings import SettingsError
+
+    monkeypatch.setenv(f"KERNELWRIGHT_MEMORY__{key}", value)
+    with pytest.raises(SettingsError) as err:
+        load()
+    message = str(err.value)
+    assert f"'memory.{key.lower()}'" in message and says in message
+    assert f"KERNELWRIGHT_MEMORY__{key}" in message and "\n" not in message

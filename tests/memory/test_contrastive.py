@@ -135,11 +135,13 @@ def test_budget_and_prompt_format(store: ChromaStore) -> None:
     assert sum(p.chars for p in within_budget(got, 2000)) <= 2000
     rendered = as_prompt(got)
     assert rendered[0] == {
+        "origin": "same class",
+        "task": WHERE["task_signature"],
         "faster": {"source": WARP, "speedup": 6.0},
         "slower": {"source": SHARED, "speedup": 3.0, "reason": "correct but slower"},
     }
     wrong = next(r for r in rendered if r["slower"]["speedup"] is None)
-    assert set(wrong) == {"faster", "slower"} and set(wrong["slower"]) == {
+    assert set(wrong) == {"origin", "task", "faster", "slower"} and set(wrong["slower"]) == {
         "source",
         "speedup",
         "reason",

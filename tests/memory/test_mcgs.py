@@ -141,3 +141,25 @@ def test_mcgs_needs_at_most_half_the_evaluations_of_random_choice() -> None:
     mcgs, rand = compare(range(12))
     print(f"MCGS {mcgs:.1f} vs random {rand:.1f} evaluations")
     assert mcgs <= 0.5 * rand
+
+
+def test_backpropagate_along_a_kept_path_never_blames_the_steps_that_held() -> None:
+    from kernelwright.memory.mcgs import Step, backpropagate
+
+    a, b = tech("a", 0.1), tech("b", 0.1)
+    path = [Step((), "a", MEM, 0.0), Step(("a",), "b", MEM, math.log(2.0))]
+    loop, tree = small(a, b), small(a, b)
+    backpropagate(loop, path, None, kept=True)  # b broke the kernel that a made 2x faster
+    backpropagate(tree, path, None)  # plain MCTS: the failure below counts against a too
+    assert loop.peek((), "a", MEM).sum_log_speedup == pytest.approx(math.log(2.0))
+    assert tree.peek((), "a", MEM).sum_log_speedup == pytest.approx(
+        math.log(2.0) + FAIL_LOG_SPEEDUP
+    )
+    for g in (loop, tree):
+        assert g.peek(("a",), "b", MEM).successes == 0
+        assert g.peek(("a",), "b", MEM).sum_log_speedup == pytest.approx(FAIL_LOG_SPEEDUP)
+    backpropagate(loop, path, math.log(3.0), kept=True)  # a later success credits a as well
+    assert loop.peek((), "a", MEM).sum_log_speedup == pytest.approx(math.log(2.0) + math.log(3.0))
+    assert loop.peek(("a",), "b", MEM).sum_log_speedup == pytest.approx(
+        FAIL_LOG_SPEEDUP + math.log(1.5)
+    )

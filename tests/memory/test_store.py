@@ -15,7 +15,7 @@ from chromadb.config import Settings
 
 from kernelwright.memory import migrations
 from kernelwright.memory.embeddings import CodeHashEmbedding, EmbeddingUnavailable, OllamaEmbedding
-from kernelwright.memory.store import ChromaStore
+from kernelwright.memory.store import ChromaStore, StoreUnavailable
 from kernelwright.tools.results import Attempt
 
 NAIVE = """extern "C" __global__ void rowsum(const float* x, float* y, int n) {
@@ -135,7 +135,7 @@ def test_second_process_sees_what_the_first_wrote(tmp_path: Path) -> None:
     code = f"""
 import chromadb, sys
 from chromadb.config import Settings
-from kernelwright.memory.store import ChromaStore
+from kernelwright.memory.store import ChromaStore, StoreUnavailable
 store = ChromaStore.open({str(tmp_path / "memory")!r})
 hit = store.search({WARP!r}, n=1)[0]
 # the registered embedding lets plain Chroma reopen the collection too
@@ -174,7 +174,7 @@ def test_migrates_a_version_1_store(tmp_path: Path) -> None:
 def test_refuses_a_newer_schema(tmp_path: Path) -> None:
     store = ChromaStore.open(tmp_path)
     store.collection.modify(metadata={migrations.VERSION_KEY: 99})
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(StoreUnavailable, match="newer than this kernelwright knows"):
         ChromaStore.open(tmp_path)
 
 
@@ -190,8 +190,9 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
         run_id="run1",
         **WHERE,
     )
-    assert b.import_jsonl(tmp_path / "m.jsonl") == 2  # run1:1 was there already
-    assert b.import_jsonl(tmp_path / "m.jsonl") == 0
+    added = b.import_jsonl(tmp_path / "m.jsonl")  # run1:1 was there already
+    assert sorted(e.id for e in added) == ["run1:2", "run1:3"]
+    assert b.import_jsonl(tmp_path / "m.jsonl") == []
     assert b.count() == 3 and b.stats() == a.stats()
     assert b.search(WARP, n=1)[0].id == "run1:2"
 
@@ -246,3 +247,31 @@ def test_ollama_unreachable_is_one_line() -> None:
     with pytest.raises(EmbeddingUnavailable, match="ollama serve") as err:
         emb(["__global__ void k() {}"])
     assert "\n" not in str(err.value)
+
+
+def test_stats_by_task_and_bottleneck_and_where_in_the_graph(tmp_path: Path) -> None:
+    from kernelwright.memory.store import Provenance
+
+    store = ChromaStore.open(tmp_path)
+    fill(store)
+    where = Provenance(
+        task_signature="matmul",
+        op_class="gemm",
+        bottleneck="compute-bound",
+        arch="sm_90",
+        model="m",
+        run_id="mm",
+        technique="smem-tiling",
+        state=("coalescing", "unroll"),
+        parent_speedup=2.0,
+    )
+    store.add_many([(attempt(4, GEMM, speedup=5.0, parent=3, tags=("smem-tiling",)), where)])
+    s = store.stats()
+    assert s.by_task["rowsum(f32[M,N])->f32[M]"].count == 3
+    assert s.by_task["matmul"].best_speedup == pytest.approx(5.0)
+    assert s.by_bottleneck["memory-bound"].correct == 2
+    assert s.by_bottleneck["memory-bound"].best_speedup == pytest.approx(5.4)
+    assert s.by_op_class == {"reduction": 3, "gemm": 1}
+    (hit,) = store.search(GEMM, n=1, where={"run_id": "mm"})
+    assert hit.technique == "smem-tiling" and hit.state == ("coalescing", "unroll")
+    assert hit.parent_speedup == 2.0 and hit.parent == "mm:3"

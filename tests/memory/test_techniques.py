@@ -61,3 +61,21 @@ def test_prior_for_an_unknown_bottleneck_is_the_mean() -> None:
 def test_unknown_tag_raises() -> None:
     with pytest.raises(KeyError):
         technique("make-it-fast")
+
+
+@pytest.mark.parametrize(
+    ("said", "tag"),
+    [
+        ("warp-shuffle", "warp-shuffle"),
+        ("16-byte vector loads and stores", "vector-access-16b"),
+        ("Grid-stride loop", "grid-stride"),
+        ("loop unrolling", "unroll"),
+        ("FAST_MATH", "fast-math"),
+        ("block-per-row", None),
+        ("", None),
+    ],
+)
+def test_a_models_tag_resolves_to_the_catalogue(said: str, tag: str | None) -> None:
+    from kernelwright.memory.techniques import resolve
+
+    assert resolve(said) == tag

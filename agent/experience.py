@@ -1,0 +1,213 @@
+"""The loop's side of the memory (DESIGN.md, Memory): open it from the settings, ask the search
+which technique to apply next, gather contrastive pairs for the prompt, and learn from every
+measured attempt (the store keeps it, the reasoning graph back-propagates its speedup)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chromadb.api.types import Documents, EmbeddingFunction
+from pydantic import BaseModel, ConfigDict
+
+from kernelwright.agent.settings import Settings
+from kernelwright.memory import contrastive
+from kernelwright.memory.embeddings import CodeHashEmbedding, OllamaEmbedding
+from kernelwright.memory.graph_file import SavedGraph
+from kernelwright.memory.mcgs import Step, backpropagate, select
+from kernelwright.memory.reasoning import ReasoningGraph, state_key
+from kernelwright.memory.signature import op_class, task_signature
+from kernelwright.memory.store import ChromaStore, EpisodeStore, Provenance
+from kernelwright.memory.techniques import catalogue, resolve
+from kernelwright.tools.results import Attempt, ProfileResult
+from kernelwright.tools.spec import CudaTask
+
+
+class TechniqueChoice(BaseModel):
+    """What the search chose for one candidate, with the edge's statistics at that moment."""
+
+    model_config = ConfigDict(frozen=True)
+    tag: str
+    bottleneck: str
+    state: tuple[str, ...]  # the techniques the kernel it starts from already has
+    attempts: int  # measured attempts on this edge before (the prior not counted)
+    visits: float  # UCT's n: attempts plus the prior's pseudo-count
+    success_rate: float
+    mean_log_speedup: float
+    attempt: int = 0  # the candidate it was chosen for, once measured
+
+    @property
+    def line(self) -> str:
+        seen = f"{self.attempts} measured" if self.attempts else "prior only"
+        return (
+            f"{self.tag} for {self.bottleneck} ({seen}: {self.visits:g} visits, "
+            f"{self.success_rate:.0%} success, mean log-speedup {self.mean_log_speedup:+.3f})"
+        )
+
+
+@dataclass
+class Memory:
+    store: EpisodeStore
+    graph: SavedGraph
+
+
+def embedding_for(settings: Settings) -> EmbeddingFunction[Documents]:
+    """The embedding function the settings name ("hash" or "ollama:MODEL")."""
+    spec = settings.memory.embedding
+    if spec.startswith("ollama:"):
+        return OllamaEmbedding(settings.ollama_base_url, spec.removeprefix("ollama:"))
+    return CodeHashEmbedding()
+
+
+def open_store(settings: Settings) -> ChromaStore:
+    """The store the settings name; StoreUnavailable or EmbeddingUnavailable with the fix."""
+    embedding = embedding_for(settings)
+    if settings.memory.embedding != "hash":
+        embedding(["__global__ void probe() {}"])  # fail now, in one line, not mid-run
+    return ChromaStore.open(settings.memory_dir, settings.memory.url, embedding)
+
+
+def open_memory(settings: Settings, enabled: bool | None = None) -> Memory | None:
+    """The store and the reasoning graph, or None when the memory is off."""
+    if not (settings.memory.enabled if enabled is None else enabled):
+        return None
+    return Memory(open_store(settings), SavedGraph.in_dir(settings.memory_dir))
+
+
+def bottleneck_of(profile: ProfileResult | None) -> str:
+    return profile.bottleneck if profile is not None and profile.available else "unknown"
+
+
+def known_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """The model's tags with the catalogue's spelling where it knows them, the rest kept."""
+    out: list[str] = []
+    for tag in tags:
+        name = resolve(tag) or tag.strip()
+        if name and name not in out:
+            out.append(name)
+    return tuple(out)
+
+
+def edge_tag(tags: Sequence[str], choice: TechniqueChoice | None) -> str:
+    """The one technique an attempt is credited with in the graph: the search's choice if
+    the candidate names it (or names nothing), else the first catalogue tag it names."""
+    known = [t for t in tags if t in catalogue()]
+    if choice is not None and (choice.tag in known or not tags):
+        return choice.tag
+    return known[0] if known else ""
+
+
+def choose(
+    graph: ReasoningGraph, applied: Sequence[str], bottleneck: str, tried: Sequence[str]
+) -> TechniqueChoice | None:
+    """The search's next technique (UCT over the graph), preferring one this run has not
+    tried yet from the same kernel; None when every technique is applied."""
+    tag = select(graph, applied, bottleneck, skip=tried) or select(graph, applied, bottleneck)
+    if tag is None:
+        return None
+    stats = graph.peek(applied, tag, bottleneck)
+    return TechniqueChoice(
+        tag=tag,
+        bottleneck=bottleneck,
+        state=state_key(applied),
+        attempts=stats.attempts,
+        visits=stats.visits,
+        success_rate=stats.success_rate,
+        mean_log_speedup=stats.mean_log_speedup,
+    )
+
+
+def technique_view(choice: TechniqueChoice) -> dict[str, Any]:
+    """The propose prompt's `technique`."""
+    t = catalogue()[choice.tag]
+    return {
+        "tag": t.tag,
+        "name": t.name,
+        "when": t.when,
+        "pitfalls": t.pitfalls,
+        "bottleneck": choice.bottleneck,
+        "attempts": choice.attempts,
+        "success_rate": choice.success_rate,
+        "mean_speedup": math.exp(choice.mean_log_speedup),
+    }
+
+
+def pairs_for(
+    store: EpisodeStore,
+    task: CudaTask,
+    bottleneck: str,
+    source: str,
+    attempts: Sequence[Attempt],
+    k: int,
+    max_chars: int,
+) -> list[contrastive.ContrastivePair]:
+    """Contrastive pairs for the current best kernel, this run's first, within the budget."""
+    if k <= 0:
+        return []
+    found = contrastive.pairs(
+        store,
+        task_signature=task_signature(task),
+        op_class=op_class(task),
+        bottleneck=bottleneck,
+        source=source,
+        run_attempts=attempts,
+        k=k,
+    )
+    return contrastive.within_budget(found, max_chars)
+
+
+def provenance(
+    task: CudaTask,
+    bottleneck: str,
+    arch: str,
+    model: str,
+    run_id: str,
+    technique: str,
+    applied: Sequence[str],
+    parent_speedup: float,
+) -> Provenance:
+    return Provenance(
+        task_signature=task_signature(task),
+        op_class=op_class(task),
+        bottleneck=bottleneck,
+        arch=arch,
+        model=model,
+        run_id=run_id,
+        technique=technique,
+        state=state_key(applied),
+        parent_speedup=parent_speedup,
+    )
+
+
+def path_steps(path: Sequence[dict[str, Any]]) -> list[Step]:
+    """The kept chain from the original kernel, as the state keeps it (plain dicts)."""
+    return [Step(tuple(p["state"]), p["tag"], p["bottleneck"], float(p["value"])) for p in path]
+
+
+def step_dict(applied: Sequence[str], tag: str, bottleneck: str, best: float) -> dict[str, Any]:
+    return {
+        "state": list(state_key(applied)),
+        "tag": tag,
+        "bottleneck": bottleneck,
+        "value": math.log(best),
+    }
+
+
+def learn(
+    graph: SavedGraph,
+    run_id: str,
+    attempt: Attempt,
+    path: Sequence[dict[str, Any]],
+    step: dict[str, Any],
+) -> bool:
+    """Back-propagates a measured attempt along the kept chain (never below what each kept step
+    achieved) and its own edge `step`, and saves the graph; False if the graph had learned this
+    attempt already (a resumed run)."""
+    if attempt.verdict == "correct":
+        leaf: float | None = math.log(attempt.speedup) if attempt.speedup else step["value"]
+    else:
+        leaf = None
+    steps = [*path_steps(path), *path_steps([step])]
+    return graph.learn(run_id, attempt.index, lambda g: backpropagate(g, steps, leaf, kept=True))

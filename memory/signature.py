@@ -1,0 +1,65 @@
+"""What makes two tasks related, for the memory: a task's signature (its entry point with the
+dtypes and shapes of what it reads and writes) and its op class, read off the task file."""
+
+from __future__ import annotations
+
+import re
+
+from kernelwright.tools.spec import ArgSpec, CudaTask
+
+OP_CLASSES = ("gemm", "transpose", "reduction", "stencil", "elementwise")
+DTYPE_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16"}
+# Same-shape outputs hide what a kernel does; its name and description say it.
+_REDUCTION_WORDS = re.compile(
+    r"softmax|\b(norm|\w+norm|scan|prefix|reduc|sum\b|mean\b|max\b|min\b|argm|histogram)"
+)
+_STENCIL_WORDS = re.compile(r"stencil|jacobi|laplac|\bconv|blur|\bfilter|neighbo")
+
+
+def _dtype(dtype: str) -> str:
+    return DTYPE_SHORT.get(dtype, re.sub(r"^u?int", lambda m: m[0][0], dtype))
+
+
+def _array(a: ArgSpec) -> str:
+    return f"{_dtype(a.dtype)}[{','.join(a.shape)}]"
+
+
+def task_signature(task: CudaTask) -> str:
+    """For example `rowsum(f32[M,N])->f32[M]`: inputs, then outputs (read-write on both sides)."""
+    ins = [_array(a) for a in task.args if a.role in ("in", "inout")]
+    outs = [_array(a) for a in task.args if a.role in ("out", "inout")]
+    return f"{task.entry}({', '.join(ins)})->{', '.join(outs)}"
+
+
+def _is_gemm(ins: list[tuple[str, ...]], out: tuple[str, ...]) -> bool:
+    """Two inputs [.., M, K] and [.., K, N] and an output [.., M, N]."""
+    for a in ins:
+        for b in ins:
+            if a is b or len(a) < 2 or len(b) < 2:
+                continue
+            if a[-1] == b[-2] and out == (*a[:-1], b[-1]) and a[-1] not in out:
+                return True
+    return False
+
+
+def op_class(task: CudaTask) -> str:
+    """One of OP_CLASSES, from the shapes of inputs and outputs, then from the task's words."""
+    ins = [tuple(a.shape) for a in task.args if a.role in ("in", "inout")]
+    outs = [tuple(a.shape) for a in task.args if a.role in ("out", "inout")]
+    words = f"{task.name} {task.entry} {task.description}".lower()
+    if any(_is_gemm(ins, out) for out in outs):
+        return "gemm"
+    widest = max(ins, key=len, default=())
+    if any(set(out) < set(widest) for out in outs):
+        return "reduction"
+    if any(
+        out != shape and sorted(out) == sorted(shape) and len(out) > 1
+        for out in outs
+        for shape in ins
+    ):
+        return "transpose"
+    if _REDUCTION_WORDS.search(words):
+        return "reduction"
+    if _STENCIL_WORDS.search(words):
+        return "stencil"
+    return "elementwise"
