@@ -1,0 +1,301 @@
+"""A batch: every task in a directory tree, optimized one after another.
+
+A failing task never stops the batch: it is marked failed with its one-line reason. The batch's
+state file (batch-state.json in the output folder) is saved at every change, so an interrupted
+batch resumes without redoing finished tasks; a task that was running resumes through the
+loop's own checkpoints. The report is written by batch_report.py from the files each run leaves.
+
+    OUT/batch-state.json      the plan and each task's status
+    OUT/runs/SLUG/            the task's run directory (best.cu, attempts.jsonl, summary.md, ...)
+                              and checks.jsonl, every verifier report of the run
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from kernelwright.agent.llm import ChatModel
+from kernelwright.agent.rundir import RunDir
+from kernelwright.agent.settings import Settings
+from kernelwright.tools.backend import GpuBackend, RecordingGpu
+from kernelwright.tools.errors import KernelwrightError
+
+if TYPE_CHECKING:
+    from kernelwright.agent.batch_report import TaskReport
+
+STATE_FILE = "batch-state.json"
+Status = Literal["pending", "running", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class Found:
+    id: str  # the task's place in the tree: "gelu", "kernelbench/relu_mlp"
+    slug: str  # id as a file name
+    path: Path  # the task file: name.toml or a KernelBench .py
+    kind: Literal["cuda", "kernelbench"]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: Path
+    reason: str
+
+
+def discover(root: Path, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], list[Skipped]]:
+    """The tasks under root (both formats) and what was passed over, with why (pure but for
+    reading files). CUDA tasks are found by a .toml with an `entry`; a .toml that does not parse
+    beside a .cu of its name counts as a (broken) task, so its error reaches the report."""
+    root = root.resolve()
+    excluded = {p.resolve() for p in exclude}
+    found: list[Found] = []
+    skipped: list[Skipped] = []
+    for folder, files in _walk(root, excluded, skipped):
+        names = set(files)
+        claimed: set[str] = set()  # the kernels of the tasks found here
+        references: set[str] = set()
+        for name in sorted(n for n in files if n.endswith(".toml")):
+            path = folder / name
+            try:
+                raw = tomllib.loads(path.read_text())
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                if path.with_suffix(".cu").name in names:
+                    found.append(_found(root, path, "cuda", found))
+                    claimed.add(path.with_suffix(".cu").name)
+                else:
+                    why = "not valid TOML, and no .cu of its name beside it"
+                    skipped.append(Skipped(path, why))
+                continue
+            if "entry" not in raw:
+                why = "no entry: not a task (a candidate's launch, or another tool's file)"
+                skipped.append(Skipped(path, why))
+                continue
+            found.append(_found(root, path, "cuda", found))
+            claimed.add(str(raw.get("source", path.with_suffix(".cu").name)))
+            ref = raw.get("reference", {})
+            if isinstance(ref, dict) and isinstance(ref.get("python"), str):
+                references.add(ref["python"].split(":")[0])
+        for name in sorted(names - claimed):
+            path = folder / name
+            if name.endswith(".cu"):
+                skipped.append(Skipped(path, "no name.toml with an entry beside it"))
+            elif name.endswith(".py"):
+                why = "a task's reference" if name in references else _python_kind(path)
+                if why == "problem":
+                    found.append(_found(root, path, "kernelbench", found))
+                else:
+                    skipped.append(Skipped(path, why))
+    return found, skipped
+
+
+def _walk(
+    root: Path, excluded: set[Path], skipped: list[Skipped]
+) -> Iterator[tuple[Path, list[str]]]:
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        keep = []
+        for d in sorted(dirs):
+            path = here / d
+            if d.startswith(".") or d == "__pycache__":
+                continue
+            if d == "candidates":
+                skipped.append(Skipped(path, "a candidates folder"))
+            elif path.resolve() in excluded:
+                skipped.append(Skipped(path, "this batch's output folder"))
+            elif (path / STATE_FILE).is_file():
+                skipped.append(Skipped(path, "another batch's output folder"))
+            else:
+                keep.append(d)
+        dirs[:] = keep
+        yield here, sorted(files)
+
+
+def _python_kind(path: Path) -> str:
+    """Why a .py file is not a task, or "problem" for a KernelBench problem."""
+    if path.name == "reference.py":
+        return "a task's reference"
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return "not readable Python"
+    top = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+    if "ModelNew" in top:
+        return "a KernelBench candidate (defines ModelNew)"
+    if {"Model", "get_inputs"} <= top:
+        return "problem"
+    return "not a KernelBench problem (no Model and get_inputs)"
+
+
+def _found(
+    root: Path, path: Path, kind: Literal["cuda", "kernelbench"], seen: list[Found]
+) -> Found:
+    rel = path.relative_to(root)
+    if rel.parent != Path(".") and path.stem == path.parent.name:
+        ident = rel.parent.as_posix()  # gelu/gelu.toml is "gelu"
+    else:
+        ident = rel.with_suffix("").as_posix()
+    slug, n = ident.replace("/", "-"), 1
+    while any(f.slug == slug for f in seen):
+        n += 1
+        slug = f"{ident.replace('/', '-')}-{n}"
+    return Found(id=ident, slug=slug, path=path, kind=kind)
+
+
+class TaskState(BaseModel):
+    id: str
+    slug: str
+    path: str
+    kind: Literal["cuda", "kernelbench"]
+    status: Status = "pending"
+    reason: str = ""  # why it failed, in one line
+    stop_reason: str = ""  # why its loop stopped
+    run_dir: str = ""
+    wall_s: float = 0.0
+
+
+class SkippedState(BaseModel):
+    path: str
+    reason: str
+
+
+class BatchState(BaseModel):
+    version: int = 1
+    dir: str
+    budget: int
+    proposals_by: str  # the model's name (or the scripted stand-in's)
+    started: str
+    tasks: list[TaskState]
+    skipped: list[SkippedState] = []
+
+    @classmethod
+    def plan(
+        cls, root: Path, found: list[Found], skipped: list[Skipped], budget: int, by: str
+    ) -> BatchState:
+        return cls(
+            dir=str(root.resolve()),
+            budget=budget,
+            proposals_by=by,
+            started=time.strftime("%Y-%m-%d %H:%M:%S"),
+            tasks=[TaskState(id=f.id, slug=f.slug, path=str(f.path), kind=f.kind) for f in found],
+            skipped=[SkippedState(path=str(s.path), reason=s.reason) for s in skipped],
+        )
+
+    @classmethod
+    def load(cls, out: Path) -> BatchState | None:
+        path = out / STATE_FILE
+        return cls.model_validate_json(path.read_text()) if path.is_file() else None
+
+    def save(self, out: Path) -> None:
+        tmp = out / (STATE_FILE + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2))
+        os.replace(tmp, out / STATE_FILE)  # a kill never leaves half a state file
+
+
+class BatchProgress(Protocol):
+    def task_started(self, index: int, task: TaskState, attempts_done: int) -> None: ...
+
+    def loop_event(self, task: TaskState, event: dict[str, Any]) -> None: ...
+
+    def task_finished(self, index: int, task: TaskState, report: TaskReport) -> None: ...
+
+
+class NoProgress:
+    def task_started(self, index: int, task: TaskState, attempts_done: int) -> None:
+        pass
+
+    def loop_event(self, task: TaskState, event: dict[str, Any]) -> None:
+        pass
+
+    def task_finished(self, index: int, task: TaskState, report: TaskReport) -> None:
+        pass
+
+
+def run_batch(
+    state: BatchState,
+    out: Path,
+    settings: Settings,
+    *,
+    model: ChatModel,
+    gpu: GpuBackend,
+    arch: str,
+    progress: BatchProgress | None = None,
+) -> BatchState:
+    """Run every task not yet done or failed, saving the state after each change. A task's
+    failure is recorded and the batch goes on; KeyboardInterrupt leaves the task running, for
+    a resume."""
+    from kernelwright.agent.batch_report import original_failure, write_task_json
+    from kernelwright.agent.optimize import optimize
+
+    ui = progress or NoProgress()
+    for index, task in enumerate(state.tasks):
+        if task.status in ("done", "failed"):
+            continue
+        runs = out / "runs" / task.slug
+        unfinished, finished = _runs(runs)
+        task.status = "running"
+        state.save(out)
+        ui.task_started(index, task, len(unfinished.attempts()) if unfinished else 0)
+        start = time.monotonic()
+        try:
+            if finished is not None and unfinished is None:  # its loop ended before the kill
+                run, task.stop_reason = finished, _stopped(finished)
+            else:
+                output, run = optimize(
+                    task.path,
+                    settings,
+                    budget=state.budget,
+                    resume=unfinished is not None,
+                    model=model,
+                    gpu=RecordingGpu(gpu, runs / "checks.jsonl"),
+                    arch=arch,
+                    progress=partial(ui.loop_event, task),
+                    runs_dir=runs,
+                )
+                task.stop_reason = str(output.get("stop_reason", ""))
+            task.run_dir = str(run.path)
+            task.status, task.reason = "done", original_failure(task, out)
+            if task.reason:
+                task.status = "failed"
+        except KernelwrightError as exc:
+            task.status, task.reason = "failed", _line(str(exc))
+        except Exception as exc:  # a bug or a broken tool must not stop the batch either
+            task.status, task.reason = "failed", _line(f"{type(exc).__name__}: {exc}")
+        finally:
+            task.wall_s += time.monotonic() - start
+            state.save(out)
+        ui.task_finished(index, task, write_task_json(task, out))
+    return state
+
+
+def _runs(runs: Path) -> tuple[RunDir | None, RunDir | None]:
+    """The newest unfinished run (with checkpoints) and the newest finished one in runs/."""
+    if not runs.is_dir():
+        return None, None
+    dirs = sorted((p for p in runs.iterdir() if (p / "run.json").is_file()), reverse=True)
+    dirs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    unfinished = next(
+        (RunDir(p) for p in dirs if RunDir(p).checkpoints.is_file() and not RunDir(p).finished),
+        None,
+    )
+    finished = next((RunDir(p) for p in dirs if RunDir(p).finished), None)
+    return unfinished, finished
+
+
+def _stopped(run: RunDir) -> str:
+    for line in (run.path / "summary.md").read_text().splitlines():
+        if line.startswith("- stopped: "):
+            return line.removeprefix("- stopped: ")
+    return ""
+
+
+def _line(text: str) -> str:
+    return " ".join(text.strip().splitlines()[0].split()) if text.strip() else "failed"

@@ -1,0 +1,264 @@
+"""`kernelwright batch DIR`: optimize every task in a folder, one after another, with progress
+bars on stderr and a report in --out. Exit codes: 0 every task ran, 1 some failed (listed),
+2 bad input or a missing machine part (one line), 130 interrupted (resume with --resume)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kernelwright.tools.errors import KernelwrightError
+
+if TYPE_CHECKING:
+    from kernelwright.agent.batch import BatchState, TaskState
+    from kernelwright.agent.batch_report import TaskReport
+    from kernelwright.agent.llm import ChatModel
+    from kernelwright.tools.backend import GpuBackend
+    from kernelwright.tools.results import DeviceInfo
+
+out = Console()
+err = Console(stderr=True)
+DEFAULT_BUDGET = 10
+
+
+def batch(
+    directory: Annotated[Path, typer.Argument(help="A folder of tasks, searched recursively.")],
+    budget: Annotated[
+        int | None, typer.Option(help=f"Candidates per task at most (default {DEFAULT_BUDGET}).")
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where the report and the runs go.")
+    ] = Path("kernelwright-batch"),
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the interrupted batch in --out.")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print batch.json to stdout.")] = False,
+) -> None:
+    """Optimize every task in a folder, one after another, and write a report.
+
+    Tasks are name.cu + name.toml pairs and KernelBench .py problems anywhere under DIRECTORY.
+    The report in --out: report.html (self-contained, with plots), report.md, batch.json and
+    tasks/NAME.json; exit status 1 when a task failed."""
+    code = run_batch_command(
+        directory, out_dir, budget=budget, resume=resume, model_name=model, as_json=as_json
+    )
+    raise typer.Exit(code)
+
+
+def _error(message: str) -> int:
+    err.print("[red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    return 2
+
+
+def run_batch_command(
+    directory: Path,
+    out_dir: Path,
+    *,
+    budget: int | None = None,
+    resume: bool = False,
+    model_name: str | None = None,
+    as_json: bool = False,
+    model: ChatModel | None = None,
+    gpu: GpuBackend | None = None,
+    device: DeviceInfo | None = None,
+) -> int:
+    """The command without typer; tests hand in a scripted model, a replay backend and a
+    device. Returns the exit code."""
+    from kernelwright.agent.batch import BatchState, discover, run_batch
+    from kernelwright.agent.batch_report import write_report
+    from kernelwright.agent.settings import load
+
+    if not directory.is_dir():
+        return _error(f"{directory}: no such directory")
+    old = BatchState.load(out_dir) if out_dir.is_dir() else None
+    if resume and old is None:
+        return _error(f"no batch to resume in {out_dir} (run it first without --resume)")
+    if resume and old is not None and Path(old.dir) != directory.resolve():
+        return _error(f"{out_dir} holds the batch of {old.dir}, not of {directory}")
+    if not resume and old is not None:
+        n = sum(t.status in ("done", "failed") for t in old.tasks)
+        return _error(
+            f"{out_dir} already holds a batch ({n} of {len(old.tasks)} tasks finished): "
+            "add --resume to continue it, or choose another --out"
+        )
+    if old is None:
+        found, skipped = discover(directory, exclude=(out_dir,))
+        if not found:
+            return _error(
+                f"no tasks found in {directory} (expected name.cu + name.toml, or a KernelBench "
+                f".py); {len(skipped)} files or folders passed over"
+            )
+    created = not out_dir.exists()
+    if problem := _writable(out_dir):
+        return _error(problem)
+    try:
+        settings = load(model=model_name)
+        if gpu is None and device is None:
+            from kernelwright.tools import nvml
+
+            device = nvml.device_info()
+        if model is None:
+            from kernelwright.agent.llm import make_model
+
+            model = make_model(settings)
+            model.ensure_ready()
+    except KernelwrightError as exc:
+        if created:
+            out_dir.rmdir()  # leave no empty folder behind for a machine part that is missing
+        return _error(str(exc))
+    if old is None:
+        state = BatchState.plan(directory, found, skipped, budget or DEFAULT_BUDGET, model.name)
+        state.save(out_dir)
+        _print_plan(state)
+    else:
+        state = old
+        if budget is not None and budget != state.budget:
+            err.print(f"the batch keeps its budget of {state.budget} candidates per task")
+        done = sum(t.status in ("done", "failed") for t in state.tasks)
+        err.print(f"resuming: {done} of {len(state.tasks)} tasks already finished", highlight=False)
+    own_gpu = gpu is None
+    if gpu is None:
+        from kernelwright.agent.optimize import local_gpu
+
+        gpu = local_gpu(settings)
+    arch = device.arch if device is not None else "sm_90"
+    try:
+        with RichBatchProgress(state, err) as progress:
+            run_batch(state, out_dir, settings, model=model, gpu=gpu, arch=arch, progress=progress)
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: continue with `kernelwright batch {directory} --out {out_dir} --resume`",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 130
+    finally:
+        if own_gpu:
+            gpu.close()
+    data = write_report(state, out_dir, device)
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        _print_summary(data, out_dir)
+    if data["failed"]:
+        err.print(f"[red]{len(data['failed'])} failed:[/]", highlight=False)
+        for f in data["failed"]:
+            err.print(f"  {f['id']}: {escape(f['reason'])}", highlight=False, soft_wrap=True)
+        return 1
+    return 0
+
+
+def _writable(path: Path) -> str:
+    """Why the output folder cannot be used, or ""."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".kernelwright-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return f"{path}: output folder not writable ({exc.strerror or type(exc).__name__})"
+    return ""
+
+
+def _print_plan(state: BatchState) -> None:
+    err.print(f"found {len(state.tasks)} tasks in {state.dir}:", highlight=False)
+    for t in state.tasks:
+        err.print(f"  {t.id}  [dim]{t.kind}: {t.path}[/]", highlight=False)
+    if state.skipped:
+        err.print(f"passed over {len(state.skipped)}:", highlight=False)
+        for s in state.skipped:
+            err.print(f"  [dim]{escape(s.path)}: {escape(s.reason)}[/]", highlight=False)
+
+
+def _print_summary(data: dict[str, Any], out_dir: Path) -> None:
+    table = Table(box=None, pad_edge=False)
+    for name in ("task", "verdict", "baseline ms", "best ms", "speedup", "roofline", "attempts"):
+        table.add_column(name, justify="right" if name.endswith(("ms", "s")) else "left")
+    for r in data["tasks"]:
+        color = {"faster": "green", "failed": "red"}.get(r["verdict"], "")
+        before, after = r["roofline_before"], r["roofline_after"]
+        table.add_row(
+            r["id"],
+            f"[{color}]{r['verdict']}[/]" if color else r["verdict"],
+            f"{r['baseline_ms']:.4f}" if r["baseline_ms"] is not None else "",
+            f"{r['best_ms']:.4f}" if r["best_ms"] is not None else "",
+            f"{r['speedup']:.2f}x" if r["speedup"] is not None else "",
+            f"{before:.0%} → {after:.0%}" if before and after else "",
+            str(len(r["attempts"])),
+        )
+    out.print(table)
+    out.print(f"report: {out_dir / 'report.html'}  ({out_dir / 'report.md'})", highlight=False)
+
+
+class RichBatchProgress:
+    """Two bars on stderr, the batch and the task in hand, and a line per measured attempt."""
+
+    def __init__(self, state: BatchState, console: Console) -> None:
+        self.state = state
+        self.console = console
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        finished = sum(t.status in ("done", "failed") for t in state.tasks)
+        self.overall = self.bars.add_task("batch", total=len(state.tasks), completed=finished)
+        self.current: Any = None  # the task bar's id
+
+    def __enter__(self) -> RichBatchProgress:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bars.stop()
+
+    def task_started(self, index: int, task: TaskState, attempts_done: int) -> None:
+        self.bars.update(
+            self.overall, description=f"batch: task {index + 1}/{len(self.state.tasks)}"
+        )
+        self.current = self.bars.add_task(
+            f"{task.id}: starting", total=self.state.budget, completed=attempts_done
+        )
+
+    def loop_event(self, task: TaskState, event: dict[str, Any]) -> None:
+        attempt = event.get("attempt")
+        if attempt is not None:
+            speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
+            mark = " [green]kept[/]" if attempt.kept else ""
+            reason = " ".join(attempt.reason.split())[:90]
+            tags = ", ".join(attempt.tags) or "-"
+            self.console.print(
+                f"  {task.id} #{attempt.index} {escape(f'[{tags}]')} "
+                f"{attempt.verdict}{speed}{mark}: {escape(reason)}",
+                highlight=False,
+            )
+            self.bars.update(self.current, completed=attempt.index)
+        self.bars.update(
+            self.current,
+            description=f"{task.id}: {event.get('node')}: {escape(str(event.get('message', '')))}"
+            + (f" · best {event['best_speedup']:.2f}x" if event.get("best_speedup") else ""),
+        )
+
+    def task_finished(self, index: int, task: TaskState, report: TaskReport) -> None:
+        if self.current is not None:
+            self.bars.remove_task(self.current)
+            self.current = None
+        self.bars.advance(self.overall)
+        if task.status == "failed":
+            line = f"[red]failed[/] {task.id}: {escape(task.reason)}"
+        else:
+            speed = f"{report.speedup:.2f}x" if report.speedup is not None else "-"
+            line = f"[green]done[/] {task.id}: {speed}, {escape(task.stop_reason)}"
+        self.console.print(line, highlight=False, soft_wrap=True)
