@@ -1,0 +1,73 @@
+"""`kernelwright chat` and `kernelwright mcp`: the commands of the two interactive doors,
+registered on the main app in cli.py; the work lives in chat.py, mcp_server.py and doors.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .settings import Settings, load
+
+if TYPE_CHECKING:
+    from .doors import Machine
+
+_STAND_INS_HELP = (
+    "Testing only: a JSON file of scripted replies (and optionally recorded GPU reports) "
+    "standing in for the model and the GPU."
+)
+StandIns = Annotated[
+    Path | None, typer.Option("--test-stand-ins", hidden=True, help=_STAND_INS_HELP)
+]
+ModelFlag = Annotated[str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")]
+
+
+def chat(
+    task: Annotated[
+        Path | None,
+        typer.Argument(help="A task to load first: directory, name.toml, name.cu or a .py."),
+    ] = None,
+    model: ModelFlag = None,
+    test_stand_ins: StandIns = None,
+) -> None:
+    """Talk about a kernel in the terminal: load, profile, optimize, diff, keep; ask why."""
+    from .chat import run
+
+    settings = load(model=model)
+    run(_machine(settings, test_stand_ins), task, settings.data_dir / "chat_history")
+
+
+def mcp(
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+        ),
+    ] = None,
+    model: ModelFlag = None,
+    test_stand_ins: StandIns = None,
+) -> None:
+    """Serve kernelwright's tools to an IDE's assistant over MCP (stdio by default)."""
+    from .mcp_server import parse_address, serve
+
+    address = None
+    if http is not None:
+        try:
+            address = parse_address(http)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--http") from None
+    settings = load(model=model)
+    serve(_machine(settings, test_stand_ins), address)
+
+
+def _machine(settings: Settings, stand_ins: Path | None) -> Machine:
+    from .doors import Machine
+
+    if stand_ins is not None:
+        from .stand_ins import machine_with_stand_ins
+
+        return machine_with_stand_ins(settings, stand_ins)
+    return Machine(settings)

@@ -1,0 +1,365 @@
+"""What the chat session and the MCP server share: the machine they work on (GPU backend and
+model, made on first use or handed in by tests), and the jobs both doors offer on one task:
+profile, check a candidate, optimize, search the memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelwright.agent.context import Progress
+from kernelwright.agent.llm import ChatModel, Message, ScriptedLLM, make_model
+from kernelwright.agent.settings import Settings
+from kernelwright.tools.backend import GpuBackend
+from kernelwright.tools.errors import KernelwrightError, TaskError
+from kernelwright.tools.kernelbench import KernelBenchCandidate
+from kernelwright.tools.results import Attempt, CheckReport, ProfileResult
+from kernelwright.tools.spec import CudaCandidate, CudaTask, check_signature
+from kernelwright.tools.task import (
+    Candidate,
+    Task,
+    load_candidate,
+    load_task,
+    reference_candidate,
+)
+
+
+class DoorError(KernelwrightError):
+    """A job a door was asked for cannot be done as asked: the message says why."""
+
+
+class Machine:
+    """The GPU backend and the model the doors use. Each is made on first use (a GPU or an
+    Ollama server is needed only by the jobs that use it) unless one was handed in."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        gpu: GpuBackend | None = None,
+        model: ChatModel | None = None,
+        arch: str | None = None,
+        stand_in_note: str = "",
+    ) -> None:
+        self.settings = settings
+        self._gpu, self._model, self._arch = gpu, model, arch
+        self._own_gpu = gpu is None
+        self._model_ready = model is not None
+        self.stand_in_note = stand_in_note  # says, for people, what stands in for what
+
+    def gpu(self) -> GpuBackend:
+        if self._gpu is None:
+            from kernelwright.tools import nvml
+            from kernelwright.tools.backend import LocalGpu
+            from kernelwright.tools.verify import VerifyOptions
+
+            info = nvml.device_info()  # NoGpuError with the reason
+            s = self.settings
+            self._arch = self._arch or info.arch
+            self._gpu = LocalGpu(
+                VerifyOptions(
+                    backend=s.compile_backend,
+                    prestart=True,
+                    run_timeout_s=s.run_timeout_s,
+                    compile_timeout_s=s.compile_timeout_s,
+                    timing_budget_s=s.timing_budget_s,
+                    host_memory_bytes=int(s.worker_host_memory_gib * (1 << 30)),
+                    cache_dir=str(s.cache_dir / "cupy"),
+                ),
+                s.compile_backend,
+            )
+        return self._gpu
+
+    @property
+    def arch(self) -> str:
+        self.gpu()
+        return self._arch or "sm_90"
+
+    def model(self) -> ChatModel:
+        if self._model is None:
+            self._model = make_model(self.settings)
+        if not self._model_ready:
+            self._model.ensure_ready()  # ModelError with the fix; tried again on the next use
+            self._model_ready = True
+        return self._model
+
+    @property
+    def voice(self) -> str:
+        """Who answers, as a person should read it."""
+        if isinstance(self._model, ScriptedLLM):
+            return "scripted stand-in"
+        return f"{self.settings.model}"
+
+    def drop_gpu(self) -> None:
+        """Forget a GPU backend that a stopped run may have left mid-check (ours only)."""
+        if self._own_gpu and self._gpu is not None:
+            self._gpu.close()
+            self._gpu = None
+
+    def close(self) -> None:
+        if self._gpu is not None:
+            self._gpu.close()
+
+
+# --- the jobs ---
+
+
+def parse_candidate(task: Task, candidate: str | None) -> Candidate:
+    """A candidate given as a path to a file or as source text; None: the task's own kernel."""
+    if candidate is None or not candidate.strip():
+        return reference_candidate(task)
+    text = candidate.strip()
+    if "\n" not in text and Path(text).suffix in (".cu", ".py"):
+        return load_candidate(task, Path(text).expanduser())
+    if isinstance(task, CudaTask):
+        check_signature(Path("candidate.cu"), candidate, task.entry, task.args, Path(task.path))
+        return CudaCandidate(path="candidate.cu", source=candidate, launch=None)
+    if "class ModelNew" not in candidate:
+        raise TaskError("candidate.py", "ModelNew", "missing: a KernelBench candidate defines it")
+    return KernelBenchCandidate(path="candidate.py", source=candidate)
+
+
+def check(machine: Machine, task: Task, candidate: Candidate) -> CheckReport:
+    """Verify and time a candidate. A CUDA candidate is compiled first (in a worker): source
+    that does not compile is refused with the compiler's own words."""
+    gpu = machine.gpu()
+    if isinstance(task, CudaTask) and isinstance(candidate, CudaCandidate):
+        from kernelwright.tools.compile import compile_in_sandbox
+
+        compiled = compile_in_sandbox(
+            candidate.source, task.entry, machine.arch, machine.settings.compile_backend
+        )
+        if not compiled.ok:
+            raise DoorError(compile_problem(compiled.log))
+    report = gpu.check(task, candidate)
+    if report.verdict == "compile_error":
+        log = report.compile.log if report.compile else report.reason
+        raise DoorError(compile_problem(log))
+    return report
+
+
+def compile_problem(log: str, lines: int = 12) -> str:
+    errors = [ln.strip() for ln in log.splitlines() if "error" in ln.lower()]
+    shown = errors[:lines] or log.strip().splitlines()[:lines] or ["compile failed"]
+    return "the candidate does not compile:\n" + "\n".join(shown)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The task's own kernel, timed (against itself) and profiled."""
+
+    report: CheckReport
+    profile: ProfileResult
+
+    def lines(self) -> list[str]:
+        t = self.report.timing
+        out: list[str] = []
+        if t is not None:
+            out.append(
+                f"time: {t.candidate.median_ms:.4f} ms ± {t.candidate.iqr_ms / 2:.4f} "
+                f"(median ± half IQR, {t.candidate.samples} samples)"
+            )
+            if t.floor_ms:
+                out.append(
+                    f"roofline: floor {t.floor_ms:.4f} ms, the kernel runs at "
+                    f"{t.floor_ms / t.candidate.median_ms:.0%} of the bound"
+                )
+        elif not self.report.ok:
+            out.append(f"check: {self.report.verdict}: {self.report.reason}")
+        c = self.report.compile
+        if c is not None and c.ok and c.registers is not None:
+            out.append(
+                f"resources: {c.registers} registers, {c.shared_mem_bytes} B shared, "
+                f"{(c.spill_stores_bytes or 0) + (c.spill_loads_bytes or 0)} B spilled"
+            )
+        p = self.profile
+        if p.available:
+            out.append(
+                f"bottleneck: {p.bottleneck} (SM {p.sm_pct or 0:.0f}%, DRAM {p.dram_pct or 0:.0f}%"
+                f", occupancy {p.achieved_occupancy_pct or 0:.0f}% of "
+                f"{p.theoretical_occupancy_pct or 0:.0f}%, {p.registers_per_thread} registers)"
+            )
+        else:
+            reason = p.reason or "profiling unavailable"
+            if not reason.startswith("profiling unavailable"):
+                reason = f"profiling unavailable: {reason}"
+            out.append(reason)
+        return out
+
+
+def measure(machine: Machine, task: Task) -> Measured:
+    """Time the task's own kernel (against itself: 1.00x), then profile it."""
+    gpu = machine.gpu()
+    candidate = reference_candidate(task)
+    report = gpu.check(task, candidate)
+    profile = gpu.profile(task, candidate) if report.ok else ProfileResult(available=False)
+    return Measured(report, profile)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    task: str
+    run_dir: Path
+    finished: bool
+    stop_reason: str
+    attempts: list[Attempt]
+    best_source: str
+    best_launch: dict[str, Any] | None
+    best_speedup: float
+
+    @property
+    def summary(self) -> str:
+        path = self.run_dir / "summary.md"
+        return path.read_text() if path.is_file() else ""
+
+
+class GuidedModel:
+    """A model that is told, in every request, which technique the user asked for."""
+
+    def __init__(self, inner: ChatModel, hint: str) -> None:
+        self.inner, self.hint, self.name = inner, hint, inner.name
+
+    def ensure_ready(self) -> None:
+        self.inner.ensure_ready()
+
+    def complete(self, messages: list[Message]) -> str:
+        note = f"\n\nThe user asked for this technique in this session: {self.hint}."
+        *head, last = messages
+        if last["role"] == "user":
+            last = Message(role="user", content=last["content"] + note)
+        return self.inner.complete([*head, last])
+
+
+def optimize(
+    machine: Machine,
+    task_path: Path,
+    *,
+    budget: int,
+    progress: Progress,
+    hint: str = "",
+    resume: bool = False,
+    plateau: int = 4,
+) -> RunOutcome:
+    """Run the loop on a task with this machine's GPU and model. A run stopped by
+    KeyboardInterrupt (or by an exception a progress callback raises) stays resumable, and
+    `stopped_run` reads what it measured."""
+    from kernelwright.agent.optimize import optimize as run_loop
+
+    if not isinstance(load_task(task_path), CudaTask):  # say so before waking a GPU or a model
+        raise DoorError(f"{task_path}: optimize covers CUDA tasks (name.cu + name.toml) for now")
+    gpu, arch = machine.gpu(), machine.arch
+    model: ChatModel = machine.model()
+    if hint:
+        model = GuidedModel(model, hint)
+    output, run = run_loop(
+        task_path,
+        machine.settings,
+        budget=budget,
+        plateau=plateau,
+        resume=resume,
+        model=model,
+        gpu=gpu,
+        arch=arch,
+        progress=progress,
+    )
+    return outcome_of(run.path, output)
+
+
+def stopped_run(settings: Settings, task: Task) -> RunOutcome | None:
+    """The newest unfinished run of a task: the one a stop just left."""
+    from kernelwright.agent.rundir import RunDir
+
+    run = RunDir.latest_unfinished(settings.data_dir / "runs", task.name)
+    return outcome_of(run.path) if run is not None else None
+
+
+def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcome:
+    """What a run found, from its output or, for a stopped run, from its directory."""
+    from kernelwright.agent.rundir import RunDir
+
+    run = RunDir(run_dir)
+    attempts = list((output or {}).get("attempts") or run.attempts())
+    kept = [a for a in attempts if a.kept]
+    best = kept[-1] if kept else None
+    original = run_dir / "best.cu"
+    return RunOutcome(
+        task=str(run.meta.get("task", "")),
+        run_dir=run_dir,
+        finished=run.finished,
+        stop_reason=str((output or {}).get("stop_reason") or ("" if run.finished else "stopped")),
+        attempts=attempts,
+        best_source=best.source if best else original.read_text() if original.is_file() else "",
+        best_launch=best.launch if best else None,
+        best_speedup=(best.speedup or 1.0) if best else 1.0,
+    )
+
+
+def progress_line(event: dict[str, Any]) -> str:
+    """One line for a loop event, as a person reads it."""
+    attempt = event.get("attempt")
+    if isinstance(attempt, Attempt):
+        speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
+        kept = " kept" if attempt.kept else ""
+        reason = " ".join(attempt.reason.split())
+        reason = reason if len(reason) <= 100 else reason[:99] + "…"
+        return (
+            f"#{attempt.index} [{', '.join(attempt.tags) or '-'}] "
+            f"{attempt.verdict}{speed}{kept}: {reason}"
+        )
+    return f"{event.get('node', '')}: {event.get('message', '')}"
+
+
+# --- memory ---
+
+
+@dataclass(frozen=True)
+class MemoryAnswer:
+    where: str
+    note: str  # how the memory was found, or why it has nothing
+    episodes: list[Any]  # kernelwright.memory.store.Episode
+
+
+def search_memory(settings: Settings, query: str, n: int = 5) -> MemoryAnswer:
+    """The stored attempts nearest to `query` (CUDA source or words), from the memory the
+    settings name (a `chroma run` server, or the memory directory)."""
+    memory = getattr(settings, "memory", None)  # the memory's settings, where they exist
+    url = getattr(memory, "url", None) or None
+    path = getattr(settings, "memory_dir", None)
+    note = ""
+    if path is None and not url:
+        path = settings.data_dir / "memory"
+        note = f"the settings name no memory directory: using {path}"
+    where = str(url or path)
+    if not url and not Path(str(path)).is_dir():
+        return MemoryAnswer(where, _join(note, f"nothing stored yet at {path}"), [])
+    spec = str(getattr(memory, "embedding", "hash"))
+    try:
+        from kernelwright.memory.embeddings import OllamaEmbedding
+        from kernelwright.memory.store import ChromaStore
+
+        embedding = (
+            OllamaEmbedding(settings.ollama_base_url, spec.removeprefix("ollama:"))
+            if spec.startswith("ollama:")
+            else None  # the store's default: offline code hashing
+        )
+        store = ChromaStore.open(path=None if url else path, url=url, embedding=embedding)
+        episodes = store.search(query, n=n)
+    except KernelwrightError:
+        raise
+    except Exception as exc:  # Chroma's own errors: a server down, a directory it cannot read
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise DoorError(f"the memory at {where} cannot be searched: {first}") from None
+    if not episodes:
+        note = _join(note, f"nothing stored yet at {where}")
+    return MemoryAnswer(where, note, episodes)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def episode_line(e: Any) -> str:
+    speed = f" {e.speedup:.2f}x" if e.speedup is not None else ""
+    where = ", ".join(x for x in (e.op_class, e.bottleneck, e.arch, e.run_id) if x)
+    return f"[{', '.join(e.tags) or '-'}] {e.verdict}{speed} ({where})"

@@ -1,0 +1,223 @@
+"""`kernelwright mcp`: the tools an IDE's assistant calls (doctor, profile_kernel, check_kernel,
+optimize_kernel, search_memory), served by the MCP SDK's `MCPServer` over stdio or streamable
+HTTP. Bad input comes back as a tool error a person can read; the server goes on."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from kernelwright.agent import __version__, doors
+from kernelwright.tools.backend import ReplayMiss
+from kernelwright.tools.errors import KernelwrightError
+from kernelwright.tools.results import Attempt, CheckReport
+from kernelwright.tools.task import load_task
+
+INSTRUCTIONS = """\
+kernelwright makes CUDA kernels faster on this machine's GPU. A task is a path: a directory
+holding name.cu + name.toml, the .toml or .cu itself, or a KernelBench .py problem. Start with
+profile_kernel(task) to see how fast the kernel is and what limits it; check_kernel(task,
+candidate) verifies and times your own rewrite (source text or a path) against the original;
+optimize_kernel(task, budget) lets kernelwright's local model search for a faster kernel and
+returns the best verified one. Only verified-correct kernels are ever reported as faster."""
+
+
+class RunCancelled(Exception):
+    """The client cancelled optimize_kernel: the loop stops at its next step."""
+
+
+@contextmanager
+def readable() -> Iterator[None]:
+    """Failures of input or of the machine become tool errors a person can read."""
+    try:
+        yield
+    except KernelwrightError as exc:
+        raise ToolError(str(exc)) from None
+    except ReplayMiss as exc:  # a recorded GPU was asked something it never saw
+        raise ToolError(str(exc)) from None
+
+
+def build(machine: doors.Machine) -> MCPServer:
+    """The server with its tools, working on `machine` (tests hand in stand-ins there)."""
+    server: MCPServer = MCPServer("kernelwright", version=__version__, instructions=INSTRUCTIONS)
+    gpu = threading.Lock()  # one job on the GPU at a time: timings must not share it
+
+    @server.tool()
+    def doctor() -> dict[str, Any]:
+        """Check this machine: GPU, CuPy, NVRTC, nvcc, Nsight Compute, Ollama and its model,
+        the memory directory. Each check says ok or not, what was found, and the fix."""
+        from kernelwright.agent.doctor import run_checks
+
+        checks = run_checks(machine.settings)
+        return {
+            "ready": all(c.ok for c in checks if c.required),
+            "checks": [asdict(c) for c in checks],
+        }
+
+    @server.tool()
+    def profile_kernel(task: str) -> dict[str, Any]:
+        """Time a task's own kernel and profile it with Nsight Compute: median time with its
+        spread, position against the roofline, registers and shared memory, and the
+        bottleneck (memory-, compute- or latency-bound) where counters can be read."""
+        with readable(), gpu:
+            loaded = load_task(Path(task).expanduser())
+            measured = doors.measure(machine, loaded)
+        t = measured.report.timing
+        return {
+            "task": loaded.name,
+            "summary": measured.lines(),
+            "median_ms": t.candidate.median_ms if t else None,
+            "floor_ms": t.floor_ms if t else None,
+            "profile": measured.profile.model_dump(mode="json"),
+        }
+
+    @server.tool()
+    def check_kernel(task: str, candidate: str | None = None) -> dict[str, Any]:
+        """Verify a candidate against a task's original kernel (several sizes, one held out,
+        every output element) and time both. `candidate` is CUDA source text or a path to a
+        .cu (with an optional .toml holding [launch] beside it); without it, the task's own
+        kernel is checked against itself (1.00x)."""
+        with readable(), gpu:
+            loaded = load_task(Path(task).expanduser())
+            cand = doors.parse_candidate(loaded, candidate)
+            report = doors.check(machine, loaded, cand)
+        return check_answer(report)
+
+    @server.tool()
+    async def optimize_kernel(
+        task: str,
+        ctx: Context,
+        budget: Annotated[int, Field(ge=1, le=200, description="candidates to try at most")] = 5,
+    ) -> dict[str, Any]:
+        """Search for a faster version of a CUDA task's kernel with kernelwright's local model:
+        propose, compile, verify and time up to `budget` candidates, keeping only verified,
+        faster ones. Progress is reported as it goes; returns the best kernel's source, its
+        launch, the speedup and the run's report."""
+        stop = threading.Event()
+        step = {"done": 0, "events": 0}
+
+        def progress(event: dict[str, Any]) -> None:
+            if stop.is_set():
+                raise RunCancelled
+            attempt = event.get("attempt")
+            if isinstance(attempt, Attempt):
+                step["done"], step["events"] = attempt.index, 0
+                value = float(attempt.index)
+            elif step["done"] >= budget:  # the run is ending: the result follows at once
+                return
+            else:  # within a candidate: rises toward the next whole number, never past it
+                step["events"] += 1
+                value = step["done"] + step["events"] / (step["events"] + 1)
+            line = doors.progress_line(event)
+            anyio.from_thread.run(ctx.report_progress, value, float(budget), line)
+
+        def work() -> doors.RunOutcome:
+            with readable(), gpu:
+                return doors.optimize(
+                    machine, Path(task).expanduser(), budget=budget, progress=progress
+                )
+
+        try:
+            outcome = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            stop.set()
+            raise
+        return {
+            "task": outcome.task,
+            "best_speedup": outcome.best_speedup,
+            "stop_reason": outcome.stop_reason,
+            "best_source": outcome.best_source,
+            "best_launch": outcome.best_launch,
+            "best_kernel_path": str(outcome.run_dir / "best.cu"),
+            "run_dir": str(outcome.run_dir),
+            "attempts": [
+                {
+                    "index": a.index,
+                    "tags": list(a.tags),
+                    "verdict": a.verdict,
+                    "speedup": a.speedup,
+                    "kept": a.kept,
+                    "reason": a.reason,
+                    "explanation": a.explanation,
+                }
+                for a in outcome.attempts
+            ],
+            "report": outcome.summary,
+        }
+
+    @server.tool()
+    def search_memory(
+        query: str, n: Annotated[int, Field(ge=1, le=50, description="results at most")] = 5
+    ) -> dict[str, Any]:
+        """Past attempts from kernelwright's memory nearest to `query` (CUDA source works
+        best; words work too): their techniques, verdicts, speedups, GPU and source."""
+        with readable():
+            answer = doors.search_memory(machine.settings, query, n)
+        return {
+            "memory": answer.where,
+            "note": answer.note,
+            "results": [
+                {
+                    "id": e.id,
+                    "tags": list(e.tags),
+                    "verdict": e.verdict,
+                    "speedup": e.speedup,
+                    "arch": e.arch,
+                    "op_class": e.op_class,
+                    "bottleneck": e.bottleneck,
+                    "source": e.source,
+                }
+                for e in answer.episodes
+            ],
+        }
+
+    return server
+
+
+def check_answer(report: CheckReport) -> dict[str, Any]:
+    t = report.timing
+    summary = f"{report.verdict}: {report.reason}"
+    if t is not None:
+        summary += (
+            f"; {t.speedup:.2f}x (reference {t.reference.median_ms:.4f} ms, "
+            f"candidate {t.candidate.median_ms:.4f} ms)"
+        )
+    return {
+        "verdict": report.verdict,
+        "reason": report.reason,
+        "speedup": t.speedup if t else None,
+        "summary": summary,
+        "report": report.model_dump(mode="json"),
+    }
+
+
+def serve(machine: doors.Machine, http: tuple[str, int] | None = None) -> None:
+    """Serve until the client goes (stdio) or the process is stopped (HTTP)."""
+    server = build(machine)
+    try:
+        if http is None:
+            server.run()
+        else:
+            host, port = http
+            server.run("streamable-http", host=host, port=port)
+    finally:
+        machine.close()
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """HOST:PORT (":PORT" means 127.0.0.1; "[::1]:PORT" for IPv6)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT (for example 127.0.0.1:8765)")
+    return host.strip("[]") or "127.0.0.1", int(port)
