@@ -20,6 +20,9 @@ from rich.table import Table
 from kernelwright.tools.errors import KernelwrightError, NoGpuError
 
 from . import __version__
+from .cli_batch import batch
+from .cli_doors import chat, mcp
+from .cli_memory import memory_app, progress_line, search_report
 from .settings import load
 
 
@@ -36,6 +39,7 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+app.add_typer(memory_app, name="memory")
 
 
 def _version(value: bool) -> None:
@@ -152,6 +156,9 @@ def optimize(
         bool, typer.Option("--resume", help="Continue the unfinished run of TASK.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    no_memory: Annotated[
+        bool, typer.Option("--no-memory", help="Neither read nor write the memory.")
+    ] = False,
 ) -> None:
     """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau."""
     from kernelwright.agent.optimize import optimize as run_loop
@@ -174,6 +181,8 @@ def optimize(
                 f"{attempt.verdict}{speed}{mark}: {escape(_short(attempt.reason))}",
                 highlight=False,
             )
+        if (line := progress_line(event)) is not None:
+            err.print(line, highlight=False)
         status.update(
             f"{task.name}: candidate {state['n'] + 1}/{budget} · {event.get('node')}: "
             f"{event.get('message', '')} · best {state['best']:.2f}x"
@@ -188,6 +197,7 @@ def optimize(
             plateau=plateau,
             resume=resume,
             progress=progress,
+            memory=False if no_memory else None,
         )
     attempts = output.get("attempts", [])
     if as_json:
@@ -199,6 +209,7 @@ def optimize(
                     "best_speedup": output.get("best_speedup"),
                     "best_kernel": str(run.path / "best.cu"),
                     "attempts": [a.model_dump(mode="json") for a in attempts],
+                    "choices": [c.model_dump(mode="json") for c in output.get("choices", [])],
                 },
                 indent=2,
             )
@@ -214,6 +225,8 @@ def optimize(
         highlight=False,
         soft_wrap=True,
     )
+    if (table := search_report(output)) is not None:
+        out.print(table)
 
 
 def _short(text: str, width: int = 90) -> str:
@@ -293,6 +306,13 @@ def _print_report(report: object) -> None:
 def _fail(message: str) -> None:
     err.print("[red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
     sys.exit(2)
+
+
+app.command()(chat)
+app.command()(mcp)
+
+
+app.command("batch")(batch)
 
 
 def main() -> None:

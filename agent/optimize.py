@@ -12,12 +12,14 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from kernelwright.agent.context import LoopContext, Progress
+from kernelwright.agent.experience import TechniqueChoice, open_memory
 from kernelwright.agent.graph import build
 from kernelwright.agent.llm import ChatModel, make_model
 from kernelwright.agent.replies import Proposal
 from kernelwright.agent.rundir import RunDir
 from kernelwright.agent.settings import Settings
 from kernelwright.agent.state import LoopInput
+from kernelwright.memory.contrastive import CHARS_PER_TOKEN
 from kernelwright.tools.backend import GpuBackend
 from kernelwright.tools.errors import KernelwrightError, TaskError
 from kernelwright.tools.results import (
@@ -48,6 +50,7 @@ CHECKPOINT_TYPES = (
     DeviceInfo,
     TrialResult,
     ProfileResult,
+    TechniqueChoice,
 )
 
 
@@ -64,35 +67,30 @@ def optimize(
     gpu: GpuBackend | None = None,
     arch: str | None = None,
     progress: Progress | None = None,
+    runs_dir: Path | None = None,
+    memory: bool | None = None,
 ) -> tuple[dict[str, Any], RunDir]:
     """Optimize a task; returns the loop's output (best source, speedup, stop reason, attempts)
-    and the run directory. Infrastructure failures raise KernelwrightError with the fix."""
+    and the run directory (under `runs_dir`, by default the data directory's runs/).
+    `memory` False runs without the memory (None: as settings.memory.enabled says).
+    Infrastructure failures raise KernelwrightError with the fix."""
     task = load_task(task_path)
     if not isinstance(task, CudaTask):
         raise TaskError(task.path, "", "optimize covers CUDA tasks (name.cu + name.toml) for now")
-    base = settings.data_dir / "runs"
+    base = runs_dir or settings.data_dir / "runs"
     run = RunDir.latest_unfinished(base, task.name) if resume else None
     if resume and run is None:
         raise KernelwrightError(f"no unfinished run of {task.name} to resume in {base}")
     if model is None:
         model = make_model(settings)
         model.ensure_ready()
+    mem = open_memory(settings, memory)
     own_gpu = gpu is None
     if gpu is None:
         from kernelwright.tools import nvml
-        from kernelwright.tools.backend import LocalGpu
-        from kernelwright.tools.verify import VerifyOptions
 
         arch = arch or nvml.device_info().arch
-        gpu = LocalGpu(
-            VerifyOptions(
-                backend=settings.compile_backend,
-                prestart=True,
-                run_timeout_s=settings.run_timeout_s,
-                cache_dir=str(settings.cache_dir / "cupy"),
-            ),
-            settings.compile_backend,
-        )
+        gpu = local_gpu(settings)
     if run is None:
         run = RunDir.create(
             base,
@@ -107,6 +105,10 @@ def optimize(
         arch=arch or "sm_90",
         compile_backend=settings.compile_backend,
         progress=progress or (lambda event: None),
+        store=mem.store if mem else None,
+        graph=mem.graph if mem else None,
+        pairs=settings.memory.pairs,
+        pair_chars=settings.memory.pair_tokens * CHARS_PER_TOKEN,
     )
     config: Any = {"configurable": {"thread_id": run.path.name}, "recursion_limit": 100_000}
     start: LoopInput | None = None
@@ -128,3 +130,19 @@ def optimize(
         if own_gpu:
             gpu.close()
     return output, run
+
+
+def local_gpu(settings: Settings) -> GpuBackend:
+    """This machine's GPU with the verifier options the settings give; the caller closes it."""
+    from kernelwright.tools.backend import LocalGpu
+    from kernelwright.tools.verify import VerifyOptions
+
+    return LocalGpu(
+        VerifyOptions(
+            backend=settings.compile_backend,
+            prestart=True,
+            run_timeout_s=settings.run_timeout_s,
+            cache_dir=str(settings.cache_dir / "cupy"),
+        ),
+        settings.compile_backend,
+    )
