@@ -323,35 +323,20 @@ class MemoryAnswer:
 def search_memory(settings: Settings, query: str, n: int = 5) -> MemoryAnswer:
     """The stored attempts nearest to `query` (CUDA source or words), from the memory the
     settings name (a `chroma run` server, or the memory directory)."""
-    memory = getattr(settings, "memory", None)  # the memory's settings, where they exist
-    url = getattr(memory, "url", None) or None
-    path = getattr(settings, "memory_dir", None)
-    note = ""
-    if path is None and not url:
-        path = settings.data_dir / "memory"
-        note = f"the settings name no memory directory: using {path}"
-    where = str(url or path)
-    if not url and not Path(str(path)).is_dir():
-        return MemoryAnswer(where, _join(note, f"nothing stored yet at {path}"), [])
-    spec = str(getattr(memory, "embedding", "hash"))
-    try:
-        from kernelwright.memory.embeddings import OllamaEmbedding
-        from kernelwright.memory.store import ChromaStore
+    from kernelwright.agent.experience import open_store
 
-        embedding = (
-            OllamaEmbedding(settings.ollama_base_url, spec.removeprefix("ollama:"))
-            if spec.startswith("ollama:")
-            else None  # the store's default: offline code hashing
-        )
-        store = ChromaStore.open(path=None if url else path, url=url, embedding=embedding)
-        episodes = store.search(query, n=n)
+    url = settings.memory.url
+    where = str(url or settings.memory_dir)
+    if not url and not settings.memory_dir.is_dir():
+        return MemoryAnswer(where, f"nothing stored yet at {where}", [])
+    try:
+        episodes = open_store(settings).search(query, n=n)
     except KernelwrightError:
         raise
     except Exception as exc:  # Chroma's own errors: a server down, a directory it cannot read
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise DoorError(f"the memory at {where} cannot be searched: {first}") from None
-    if not episodes:
-        note = _join(note, f"nothing stored yet at {where}")
+    note = "" if episodes else f"nothing stored yet at {where}"
     return MemoryAnswer(where, note, episodes)
 
 
