@@ -17,21 +17,73 @@ from pathlib import Path
 
 from .results import CompileResult
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]*)[>"]', re.M)
 _SAFE_HEADER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./]*$")
+_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)(.*)$")
+_HAS_INCLUDE = re.compile(r"__has_include(?:_next)?\s*\(\s*(.*?)\s*\)")
+_RAW_STRING = re.compile(r'R"([^ ()\\\t\n]{0,16})\(')
+
+
+def _code_only(source: str) -> str:
+    """The source as the preprocessor reads its directives: line splices joined, digraphs read
+    as `#`, comments and the insides of string and character literals blanked."""
+    text = re.sub(r"\\[ \t]*\r?\n", "", source).replace("%:", "#")
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(" " + "\n" * text.count("\n", i, end))  # lines stay where they were
+            i = end
+        elif (raw := _RAW_STRING.match(text, i)) and (i == 0 or not text[i - 1].isalnum()):
+            end = text.find(")" + raw[1] + '"', raw.end())
+            end = n if end < 0 else end + len(raw[1]) + 2
+            out.append('""' + "\n" * text.count("\n", i, end))
+            i = end
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def include_problem(source: str) -> str:
     """Why the source's #include lines are refused, or "" when they are fine.
 
     Only system headers by name (<cuda_fp16.h>, <mma.h>, <cuda/pipeline>) are allowed: a quoted,
-    absolute or parent-relative include could read the host's files into the compile log.
+    absolute or parent-relative include, or one through a macro, could read the host's files
+    into the compile log. Directives are read as the preprocessor reads them (line splices,
+    `%:` digraphs, comments), and quoted names are read before the literals are blanked.
     """
-    for quote, header in _INCLUDE.findall(source):
-        if quote == '"':
-            return f'#include "{header}": only <system> headers may be included'
-        if ".." in header or not _SAFE_HEADER.match(header):
-            return f"#include <{header}>: only CUDA and C++ headers by name may be included"
+    raw_lines = re.sub(r"\\[ \t]*\r?\n", "", source).replace("%:", "#").splitlines()
+    code_lines = _code_only(source).splitlines()
+    for code, raw in zip(code_lines, raw_lines + [""] * len(code_lines), strict=False):
+        m = _DIRECTIVE.match(code)
+        if m and m[1] in ("include", "include_next", "import", "embed"):
+            raw = re.sub(r"/\*.*?\*/", " ", raw)
+            target = (_DIRECTIVE.match(raw) or m)[2]
+            target = re.sub(r"/\*.*?\*/|//.*$", "", target).strip()
+            if target.startswith('"'):
+                return f"#include {target}: only <system> headers may be included"
+            header = target[1:-1] if target.startswith("<") and target.endswith(">") else ""
+            if not header:
+                return (
+                    f"#{m[1]} {target}: only <system> headers by name may be included (no macros)"
+                )
+            if ".." in header or not _SAFE_HEADER.match(header):
+                return f"#include <{header}>: only CUDA and C++ headers by name may be included"
+        for arg in _HAS_INCLUDE.findall(raw):
+            inner = arg[1:-1] if arg.startswith("<") and arg.endswith(">") else ""
+            if not inner or ".." in inner or not _SAFE_HEADER.match(inner):
+                return f"__has_include({arg}): only CUDA and C++ headers by name may be named"
     return ""
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 MAX_FRAME_BYTES = 4 << 30
+_os_write = os.write  # bound at import: a candidate rebinding os.write later does not reach it
 
 
 class ProtocolError(Exception):
@@ -33,7 +34,7 @@ def write_frame(fd: int, payload: bytes | memoryview) -> None:
 
 def _write_all(fd: int, data: memoryview) -> None:
     while data:
-        n = os.write(fd, data)
+        n = _os_write(fd, data)
         data = data[n:]
 
 

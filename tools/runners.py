@@ -56,11 +56,21 @@ def checksum(array: Any) -> str:
 
 def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int) -> Any:
     """The input for one argument, from a seed; the same in every process on this machine."""
+    data = _generate(arg, shape, seed)
+    out = guarded(shape, arg.dtype, GUARD_BITS)
+    out[...] = data
+    return out
+
+
+def _generate(arg: ArgSpec, shape: tuple[int, ...], seed: int) -> Any:
     rs = cupy.random.RandomState(seed)
     if arg.dtype in FLOAT_DTYPES:
         gen_dtype = cupy.float64 if arg.dtype == "float64" else cupy.float32
         if arg.init == "normal":
             data = rs.standard_normal(shape, dtype=gen_dtype)
+        elif arg.init.startswith("uniform:"):
+            lo, hi = (float(v) for v in arg.init.split(":")[1:])
+            data = rs.uniform(lo, hi, shape, dtype=gen_dtype)
         elif arg.init == "positive":
             data = rs.uniform(0.5, 2.0, shape, dtype=gen_dtype)
         else:
@@ -73,11 +83,46 @@ def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int) -> Any:
     return rs.randint(lo, hi, shape, dtype=np.int64).astype(arg.dtype)
 
 
-def poisoned(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
+# Every array a kernel gets sits between two guard bands holding a NaN pattern (at 8, 4 and 2
+# bytes): a read just past either end reads NaN, and a write there is seen afterwards.
+GUARD_BYTES = 256
+GUARD_BITS = 0x7FF800017FC07E01
+_guards: dict[int, tuple[Any, int, int]] = {}  # data pointer: (whole buffer, guard size, bits)
+
+
+def guarded(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
+    """An array of `shape` filled with `bits`, inside guard bands filled with them too."""
     itemsize = np.dtype(dtype).itemsize
-    out = cupy.empty(shape, dtype=dtype)
-    out.view(_UINT[itemsize]).fill(bits & ((1 << (8 * itemsize)) - 1))
-    return out
+    n, g = int(np.prod(shape)), GUARD_BYTES // itemsize
+    buf = cupy.empty(n + 2 * g, dtype=dtype)
+    bits &= (1 << (8 * itemsize)) - 1
+    buf.view(_UINT[itemsize]).fill(bits)
+    arr = buf[g : g + n].reshape(shape)
+    _guards[arr.data.ptr] = (buf, g, bits)
+    return arr
+
+
+def poisoned(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
+    return guarded(shape, dtype, bits)
+
+
+def broken_guards(arrays: dict[str, Any]) -> list[str]:
+    """Names of the arrays whose guard bands changed: something wrote outside them."""
+    broken = []
+    for name, arr in arrays.items():
+        entry = _guards.get(arr.data.ptr)
+        if entry is None:
+            continue
+        buf, g, bits = entry
+        words = buf.view(_UINT[buf.dtype.itemsize])
+        if int(cupy.count_nonzero(words[:g] != bits) + cupy.count_nonzero(words[-g:] != bits)):
+            broken.append(name)
+    return broken
+
+
+def release_guards() -> None:
+    """Forget (and free) the guard bands of arrays no longer in use."""
+    _guards.clear()
 
 
 class CudaRunner:
@@ -146,20 +191,30 @@ def load_module(path: str, name: str) -> Any:
 class TorchRunner:
     """A KernelBench Model or ModelNew, built with seeded weights."""
 
-    def __init__(self, problem_path: str, module_path: str | None, class_name: str) -> None:
+    def __init__(
+        self,
+        problem_path: str,
+        module_path: str | None,
+        class_name: str,
+        before_candidate: Callable[[Any], None] | None = None,
+    ) -> None:
         import torch
 
         self.torch = torch
         self.problem = load_module(problem_path, "kw_problem")
+        if before_candidate is not None:  # the harness's last look before candidate code runs
+            before_candidate(self.problem)
         self.module = load_module(module_path, "kw_candidate") if module_path else self.problem
         if not hasattr(self.module, class_name):
             raise AttributeError(
                 f"{Path(module_path or problem_path).name} defines no {class_name}"
             )
         self.cls = getattr(self.module, class_name)
+        # The problem's own sizes: a trial without overrides runs at these, whatever came before.
+        self.defaults = {k: v for k, v in vars(self.problem).items() if type(v) is int}
 
     def _apply(self, overrides: dict[str, int]) -> None:
-        for key, value in overrides.items():
+        for key, value in {**self.defaults, **overrides}.items():
             for mod in {id(self.problem): self.problem, id(self.module): self.module}.values():
                 if hasattr(mod, key):
                     setattr(mod, key, value)

@@ -84,7 +84,12 @@ class Sandbox:
         self.cupy_cache = cupy_cache
         self.channel = channel  # False: no result channel; the job comes as a file (profiling)
         self.host_memory_bytes = host_memory_bytes
-        self.command = command or [sys.executable, "-m", "kernelwright.tools.worker"]
+        self.command = command or [
+            sys.executable,
+            "-m",
+            "kernelwright.tools.worker",
+            *(["--writable", str(cupy_cache)] if cupy_cache else []),
+        ]
         self.scratch = Path(tempfile.mkdtemp(prefix=f"kw-{label}-"))
         self.log_path = self.scratch / "worker.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -133,6 +138,9 @@ class Sandbox:
     def kill(self) -> None:
         if self.proc is None:
             return
+        for pid in self._tree()[1:]:  # every descendant, also one that left the group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -174,16 +182,36 @@ class Sandbox:
         keep = [ln.strip() for ln in text.splitlines() if ln.strip()]
         return " | ".join(keep[-lines:])
 
-    def _rss_bytes(self) -> int:
+    def _tree(self) -> list[int]:
+        """The worker and every process under it (a confined worker's orphans stay under it)."""
         assert self.proc is not None
+        pids: list[int] = []
+        todo = [self.proc.pid]
+        while todo and len(pids) < 4096:
+            pid = todo.pop()
+            pids.append(pid)
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks:
+                with contextlib.suppress(OSError, ValueError):
+                    todo += [
+                        int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+                    ]
+        return pids
+
+    def _rss_bytes(self) -> int:
+        """Resident memory of the worker and all its descendants."""
         total = 0
-        try:
-            status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        except OSError:
-            return 0
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                total = int(line.split()[1]) * 1024
+        for pid in self._tree():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
         return total
 
     def _watch(self) -> None:

@@ -194,14 +194,16 @@ def _args(path: Path, raw: Any, sizes: set[str]) -> tuple[ArgSpec, ...]:
             raise _fail(path, f"{where}.shape", 'expected a list of expressions, e.g. ["N"]')
         shape_t = tuple(_check_expr(path, f"{where}.shape", s, sizes) for s in shape)
         init = item.get("init", "uniform")
-        if init not in INITS and not _is_randint(init):
+        if init not in INITS and not _is_randint(init) and not _is_range(init):
             raise _fail(
                 path,
                 f"{where}.init",
-                f"unknown init {init!r} (uniform, normal, positive, randint:LO:HI)",
+                f"unknown init {init!r} (uniform, normal, positive, uniform:LO:HI, randint:LO:HI)",
             )
         if _is_randint(init) and dtype in FLOAT_DTYPES:
             raise _fail(path, f"{where}.init", "randint is for integer dtypes")
+        if _is_range(init) and dtype not in FLOAT_DTYPES:
+            raise _fail(path, f"{where}.init", "uniform:LO:HI is for float dtypes")
         args.append(ArgSpec(name=name, dtype=dtype, role=role, shape=shape_t, init=init))
     if not any(a.role in ("out", "inout") for a in args):
         raise _fail(path, "args", "no argument has role out or inout: nothing could be checked")
@@ -217,6 +219,17 @@ def _is_randint(init: Any) -> bool:
         and all(p.lstrip("-").isdigit() for p in parts[1:])
         and int(parts[1]) < int(parts[2])
     )
+
+
+def _is_range(init: Any) -> bool:
+    """uniform:LO:HI, floats, LO < HI."""
+    if not isinstance(init, str) or not init.startswith("uniform:") or init.count(":") != 2:
+        return False
+    try:
+        lo, hi = (float(v) for v in init.split(":")[1:])
+    except ValueError:
+        return False
+    return lo < hi
 
 
 def check_signature(

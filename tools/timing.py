@@ -5,6 +5,8 @@ rounds. The loop runs in the worker; the statistics and the verdicts on them run
 
 from __future__ import annotations
 
+import gc
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -39,24 +41,14 @@ extern "C" __global__ void kw_hold(unsigned long long ns) {
 # How long the GPU is held after the flush while the host queues a CUDA task's launch: far more
 # than one launch's host cost (~10 us), so the start event fires only when the kernel is queued.
 HOLD_NS = 100_000
+_HOLD_NS = np.uint64(HOLD_NS)
 
 
-def measure(
-    ref: Callable[[int], Any],
-    cand: Callable[[int], Any],
-    input_sets: int,
-    l2_bytes: int,
-    budget_s: float = 0.5,
-    min_rounds: int = 15,
-    max_rounds: int = 300,
-    warmup: int = 3,
-    queue_ahead: bool = False,
-) -> dict[str, Any]:
-    """Alternate ref and cand over rounds; return raw per-call event and host times (ms).
-
-    Runs in the worker. Each sample: flush L2 (read a 2x-L2 buffer) and synchronize, record start,
-    call, record end, synchronize the whole device, read the host clock. The order within a round
-    alternates so neither kernel always runs right after the flush of the other.
+class Clock:
+    """The timing primitives, bound once before any candidate code loads: a candidate that later
+    rebinds `time.perf_counter`, CuPy's events or its synchronize does not reach these. Each
+    sample demotes persisting L2 lines, flushes L2 (a read of at least twice its size),
+    synchronizes, then times one call between CUDA events with a device-wide synchronize.
 
     queue_ahead (CUDA tasks: one launch by trusted host code, no candidate host code): after the
     flush the GPU is held on its own clock while start, the launch and end are queued, so the
@@ -64,61 +56,176 @@ def measure(
     is timed without it: its host dispatch is part of its cost, and work it could slip onto
     another stream during the hold would escape the events.
     """
-    import cupy
 
-    flush_bytes = max(L2_FLUSH_FACTOR * l2_bytes, 8 << 20) // 16 * 16
-    flush = cupy.random.RandomState(1).randint(0, 1 << 30, flush_bytes // 4, dtype=cupy.int32)
-    sink = cupy.zeros(1, dtype=cupy.int32)
-    flush_kernel = cupy.RawKernel(_FLUSH_SRC, "kw_l2_flush")
-    hold_kernel = cupy.RawKernel(_FLUSH_SRC, "kw_hold")
-    hold_ns = np.uint64(HOLD_NS)
-    n_vec = np.uint64(flush_bytes // 16)
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    sync = cupy.cuda.runtime.deviceSynchronize
+    def __init__(self, l2_bytes: int, queue_ahead: bool = False) -> None:
+        import functools
 
-    def sample(fn: Callable[[int], Any], k: int, r: int) -> tuple[float, float]:
+        import cupy
+
+        from .guard import clear_persisting_l2, reset_persisting_l2
+
+        self.flush_bytes = max(L2_FLUSH_FACTOR * l2_bytes, 8 << 20) // 16 * 16
+        self._buf = cupy.random.RandomState(1).randint(
+            0, 1 << 30, self.flush_bytes // 4, dtype=cupy.int32
+        )
+        self._sink = cupy.zeros(1, dtype=cupy.int32)
+        self._flush = cupy.RawKernel(_FLUSH_SRC, "kw_l2_flush")
+        self._hold = cupy.RawKernel(_FLUSH_SRC, "kw_hold") if queue_ahead else None
+        self.hold_ms = HOLD_NS / 1e6 if queue_ahead else 0.0
+        self._n_vec = np.uint64(self.flush_bytes // 16)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        self._start, self._end = start.record, end.record
+        self._elapsed = functools.partial(cupy.cuda.get_elapsed_time, start, end)
+        self.sync = cupy.cuda.runtime.deviceSynchronize
+        self._now = time.perf_counter
+        self._reset_l2 = reset_persisting_l2
+        clear_persisting_l2()  # in every worker alike: no persisting lines, whoever times
+        self._flush((1,), (32,), (self._buf, np.uint64(1), self._sink))  # compiled now
+        if self._hold is not None:
+            self._hold((1,), (1,), (np.uint64(1),))
+        self.sync()
+
+    def sample(self, fn: Callable[[int], Any], k: int) -> tuple[float, float]:
+        """(event ms, host ms) of one call on input set k."""
         # Synchronous: the flush completes, then start, call, end. Queueing them together was
         # tried and made a 37 us PyTorch forward read 0.96x against itself (its host dispatch
         # overlapped the flush unevenly), without closing the gap to ncu on short kernels.
-        flush_kernel((1056,), (256,), (flush, n_vec, sink))
-        sync()
-        t0 = time.perf_counter()
-        if queue_ahead:
-            hold_kernel((1,), (1,), (hold_ns,))
-        start.record()
+        self._reset_l2()
+        self._flush((1056,), (256,), (self._buf, self._n_vec, self._sink))
+        self.sync()
+        t0 = self._now()
+        if self._hold is not None:
+            self._hold((1,), (1,), (_HOLD_NS,))
+        self._start()
         fn(k)
-        end.record()
-        sync()
-        host_ms = (time.perf_counter() - t0) * 1e3
-        return cupy.cuda.get_elapsed_time(start, end), host_ms
+        self._end()
+        self.sync()
+        host_ms = (self._now() - t0) * 1e3
+        return self._elapsed(), host_ms
 
-    for w in range(warmup):
-        for fn in (ref, cand):
-            fn(w % input_sets)
-    sync()
-    est = [sample(fn, 0, 0)[0] for fn in (ref, cand) for _ in range(2)]
-    hold_ms = HOLD_NS / 1e6 if queue_ahead else 0.0
-    per_round_s = 2 * (max(est) + hold_ms + 0.05) / 1e3 + 2 * flush_bytes / 1e12
-    rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
-    ref_ms: list[float] = []
-    cand_ms: list[float] = []
-    ref_host: list[float] = []
-    cand_host: list[float] = []
+
+class RoundHooks:
+    """Work between timed calls (never inside a timed window); the default does nothing."""
+
+    def start(self, r: int, k: int, order: Sequence[str]) -> None:
+        pass
+
+    def after(self, name: str, r: int, k: int, order: Sequence[str]) -> None:
+        pass
+
+    def settle(self) -> None:
+        """After each warm-up call and estimate, outside the rounds."""
+
+
+def measure(
+    clock: Clock,
+    timed: dict[str, Callable[[int], Any]],
+    input_sets: int,
+    budget_s: float = 0.5,
+    min_rounds: int = 15,
+    max_rounds: int = 300,
+    warmup: int = 3,
+    warmup_s: float = 0.25,
+    rounds: int | None = None,
+    hooks: RoundHooks | None = None,
+    shuffle: random.Random | None = None,
+    cap_s: float | None = None,
+) -> dict[str, Any]:
+    """Time each callable once per round over input sets in rotation; raw event and host ms.
+
+    Runs in the worker. The order within a round alternates (or is drawn from `shuffle`, so a
+    kernel cannot tell from its call count which calls the hooks check) so that no callable
+    always runs right after the flush of another. `rounds` fixes the count (a second worker
+    timing the same work as a first); otherwise the budget sets it, and `cap_s` (seconds of
+    rounds, at least `min_rounds`) bounds it where the estimate can fall far short.
+    """
+    hooks = hooks or RoundHooks()
+    # As timeit does: no garbage collection while timing. A collection costs tens of
+    # microseconds and falls where the allocation count crosses its threshold, which in a
+    # regular cycle of rounds can be the same side's window every time (a KernelBench model
+    # timed against itself read 0.94-0.96x with it on).
+    was_on = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        out = _rounds(
+            clock,
+            timed,
+            input_sets,
+            budget_s,
+            min_rounds,
+            max_rounds,
+            warmup,
+            warmup_s,
+            rounds,
+            hooks,
+            shuffle,
+            cap_s,
+        )
+    finally:
+        switched_on = gc.isenabled()
+        if was_on:
+            gc.enable()
+    if switched_on:  # only candidate code could have: it would choose whose window pays
+        out["tampered"] = ["the garbage collector was switched on while timed calls ran"]
+    return {**out, "l2_flush_bytes": clock.flush_bytes}
+
+
+def _rounds(
+    clock: Clock,
+    timed: dict[str, Callable[[int], Any]],
+    input_sets: int,
+    budget_s: float,
+    min_rounds: int,
+    max_rounds: int,
+    warmup: int,
+    warmup_s: float,
+    rounds: int | None,
+    hooks: RoundHooks,
+    shuffle: random.Random | None,
+    cap_s: float | None,
+) -> dict[str, Any]:
+    names = list(timed)
+    # Warm-up: at least `warmup` calls each and `warmup_s` seconds, so the GPU's clocks have
+    # risen before the first sample (two workers timed one after the other start level).
+    start, w = time.perf_counter(), 0
+    while w < warmup or time.perf_counter() - start < warmup_s:
+        for name in names:
+            timed[name](w % input_sets)
+            clock.sync()
+            hooks.settle()
+        w += 1
+    if rounds is None:
+        est = []
+        for name in names:
+            for _ in range(2):
+                est.append(clock.sample(timed[name], 0)[0])
+                hooks.settle()
+        per_round_s = len(names) * (
+            (max(est) + clock.hold_ms + 0.05) / 1e3 + clock.flush_bytes / 1e12
+        )
+        rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
+        # The estimate leaves out the hooks and the host's own work: a cap, where one is asked.
+        deadline = time.perf_counter() + (cap_s if cap_s is not None else float("inf"))
+    else:
+        deadline = float("inf")  # a count fixed by the caller is kept
+    out: dict[str, Any] = {f"{n}_{kind}": [] for n in names for kind in ("ms", "host_ms")}
     for r in range(rounds):
+        if r >= min_rounds and time.perf_counter() > deadline:
+            rounds = r
+            break
         k = r % input_sets
-        order = ((ref, ref_ms, ref_host), (cand, cand_ms, cand_host))
-        for fn, events, host in order if r % 2 == 0 else order[::-1]:
-            ev, wall = sample(fn, k, r)
-            events.append(ev)
-            host.append(wall)
-    return {
-        "ref_ms": ref_ms,
-        "cand_ms": cand_ms,
-        "ref_host_ms": ref_host,
-        "cand_host_ms": cand_host,
-        "rounds": rounds,
-        "l2_flush_bytes": flush_bytes,
-    }
+        if shuffle is not None:
+            order = shuffle.sample(names, len(names))
+        else:
+            order = names if r % 2 == 0 else names[::-1]
+        hooks.start(r, k, order)
+        for name in order:
+            event_ms, host_ms = clock.sample(timed[name], k)
+            out[f"{name}_ms"].append(event_ms)
+            out[f"{name}_host_ms"].append(host_ms)
+            hooks.after(name, r, k, order)
+    return {**out, "rounds": rounds}
 
 
 def summarize(samples: Sequence[float]) -> KernelTiming:
@@ -174,3 +281,52 @@ def roofline_floor_ms(
     if flops and peak_fp32_tflops:
         floors.append(flops / (16 * peak_fp32_tflops * 1e12) * 1e3)
     return max(floors) if floors else None
+
+
+def escaped_work_problem(
+    ref_ms: Sequence[float],
+    ref_host_ms: Sequence[float],
+    cand_ms: Sequence[float],
+    cand_host_ms: Sequence[float],
+) -> str:
+    """Why the candidate's events missed work it made the GPU do, or "" (pure).
+
+    Host time runs from before the start event to after a device-wide synchronize, so it holds
+    work on any stream; the events hold only what the timed stream ran. Beside the same gap for
+    the reference, a larger gap is work the candidate left on a side stream or a thread.
+    """
+    gap_ref = statistics.median(h - e for e, h in zip(ref_ms, ref_host_ms, strict=True))
+    gap_cand = statistics.median(h - e for e, h in zip(cand_ms, cand_host_ms, strict=True))
+    inside = statistics.median(cand_ms)
+    escaped = gap_cand - gap_ref
+    if escaped > max(0.02, 0.5 * inside):
+        return (
+            f"work escaped the timed region: {escaped:.3f} ms per call ran after the "
+            f"candidate's end event (on another stream or thread), {inside:.3f} ms inside it"
+        )
+    return ""
+
+
+def timed_output_problem(timed: dict[str, Any]) -> str:
+    """Why the candidate's outputs during timing cannot be believed, or "" (pure).
+
+    `timed` is the worker's count over the timed calls: every output was poisoned before each
+    call, so an element still holding the poison was never written, and in rounds where the
+    candidate ran first its output was compared with the reference kernel's on the same inputs.
+    """
+    calls, checked = int(timed.get("calls", 0)), int(timed.get("checked", 0))
+    for name, counts in sorted(timed.get("outputs", {}).items()):
+        if counts.get("unwritten"):
+            return (
+                f"output '{name}' not fully written during timing: {counts['unwritten_calls']} "
+                f"of {calls} timed calls left elements untouched ({counts['unwritten']:,} in "
+                f"all); the kernel behaves differently when timed"
+            )
+        if counts.get("mismatched"):
+            return (
+                f"output '{name}' wrong during timing: {counts['mismatched_calls']} of "
+                f"{checked} checked timed calls differ from the reference kernel on the same "
+                f"inputs ({counts['mismatched']:,} elements); the kernel behaves differently "
+                f"when timed"
+            )
+    return ""

@@ -33,7 +33,14 @@ from .results import (
 )
 from .sandbox import Sandbox, WorkerFailure
 from .spec import CudaCandidate, CudaTask
-from .timing import host_clock_problem, roofline_floor_ms, speedup, summarize
+from .timing import (
+    escaped_work_problem,
+    host_clock_problem,
+    roofline_floor_ms,
+    speedup,
+    summarize,
+    timed_output_problem,
+)
 
 Progress = Callable[[str], None]
 Phase = Literal["check", "post-timing"]
@@ -53,6 +60,34 @@ class VerifyOptions:
     input_set_bytes: int = 2 << 30  # rotation: as many input sets as fit here, 2 to 4
     cache_dir: str | None = None  # CuPy's kernel cache for harness kernels; None: per Verifier
     prestart: bool = False  # start the next check's workers as soon as one check ends
+
+
+class _Reject(Exception):
+    """The candidate is rejected mid-check: a verdict and its reason."""
+
+    def __init__(self, verdict: str, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict, self.reason = verdict, reason
+
+
+def _tamper_check(header: dict[str, Any]) -> None:
+    """What a KernelBench worker saw the candidate change in it (guard.py) rejects it."""
+    tampered = header.get("tampered")
+    if tampered:
+        raise _Reject("implausible", "harness tampered: " + "; ".join(map(str, tampered)))
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """What both workers time over: the input sets' seeds and the seed of each round's input
+    changes (the same in both, so the reference's last outputs are the candidate's expected)."""
+
+    seeds: tuple[int, ...]
+    perturb_seed: int
+
+    @classmethod
+    def new(cls, n_sets: int) -> TimingPlan:
+        return cls(tuple(secrets.randbits(31) for _ in range(n_sets)), secrets.randbits(31))
 
 
 @dataclass(frozen=True)
@@ -260,7 +295,9 @@ class Verifier:
                 self._sandbox("candidate", isinstance(task, CudaTask)) as cand_box,
             ):
                 ref_box.send(self._job(task, "reference", [*trials, post], None))
-                cand_box.send(self._job(task, "candidate", trials, cand_job))
+                cand_job_msg = self._job(task, "candidate", trials, cand_job)
+                if isinstance(task, CudaTask):  # no candidate host code: compile meanwhile
+                    cand_box.send(cand_job_msg)
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(
                     self.options.start_timeout_s, "starting the reference worker"
@@ -282,7 +319,11 @@ class Verifier:
                     if isinstance(task, CudaTask) and task.reference_python
                     else "reference kernel"
                 )
-                ref_box.kill()
+                plan = TimingPlan.new(_input_sets(task, self.options.input_set_bytes))
+                if isinstance(task, KernelBenchTask):
+                    cand_box.send(cand_job_msg)  # the reference's worker waits, idle
+                else:
+                    ref_box.kill()
                 lap("reference")
                 stage = "candidate"
                 cand_box.receive(self.options.start_timeout_s, "starting the worker")
@@ -295,6 +336,7 @@ class Verifier:
                 header, _ = cand_box.receive(limit, "compiling")
                 compiled = CompileResult.model_validate(header["result"])
                 lap("compile")
+                _tamper_check(header)
                 if not compiled.ok:
                     return report(
                         "compile_error",
@@ -320,7 +362,13 @@ class Verifier:
                 lap("trials")
                 self.progress("timing")
                 timing, post_result, verdict = self._time(
-                    task, cand_box, post, expected[-1], device
+                    task,
+                    cand_box,
+                    post,
+                    expected[-1],
+                    device,
+                    plan,
+                    ref_box if isinstance(task, KernelBenchTask) else None,
                 )
                 lap("timing")
                 results.append(post_result)
@@ -345,6 +393,8 @@ class Verifier:
                 return report(
                     final, reason, compile=compiled, check=check, timing=timing, device=device
                 )
+        except _Reject as rejected:
+            return report(rejected.verdict, rejected.reason, compile=compiled, device=device)
         except WorkerFailure as failure:
             if stage == "reference":
                 return report(
@@ -375,6 +425,16 @@ class Verifier:
             header, arrays = box.receive(
                 self._run_timeout(task, trial), f"running at {_describe(trial.sizes)}"
             )
+            _tamper_check(header)
+            if header.get("problem"):  # the worker can only ever incriminate the candidate
+                problem = problem or str(header["problem"])
+                continue
+            if header.get("guards") and not problem:
+                names = ", ".join(f"'{n}'" for n in header["guards"])
+                problem = (
+                    f"wrote outside {names}: the memory just before or after it changed "
+                    f"(an out-of-bounds write)"
+                )
             if len(arrays) != len(expected):
                 problem = problem or f"returned {len(arrays)} outputs, expected {len(expected)}"
                 continue
@@ -446,6 +506,21 @@ class Verifier:
             max_rel_err=worst_rel,
         )
 
+    def _time_reference(
+        self, box: Sandbox, plan: TimingPlan, rounds: int
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """A KernelBench reference's last outputs over the timing's rounds, from its own worker."""
+        box.send(
+            {
+                "cmd": "time",
+                "seeds": list(plan.seeds),
+                "perturb_seed": plan.perturb_seed,
+                "rounds": rounds,
+            }
+        )
+        header, arrays = box.receive(self.options.timing_timeout_s, "timing the reference")
+        return header, arrays
+
     def _time(
         self,
         task: CudaTask | KernelBenchTask,
@@ -453,25 +528,48 @@ class Verifier:
         post: Trial,
         post_expected: tuple[dict[str, Any], list[bytes]],
         device: DeviceInfo | None,
+        plan: TimingPlan,
+        ref_box: Sandbox | None = None,
     ) -> tuple[TimingResult, TrialResult, str]:
-        n_sets = _input_sets(task, self.options.input_set_bytes)
-        seeds = [secrets.randbits(31) for _ in range(n_sets)]
+        command: dict[str, Any] = {
+            "cmd": "time",
+            "seeds": list(plan.seeds),
+            "perturb_seed": plan.perturb_seed,
+            "post_trial": post.job(),
+            # a CUDA candidate's outputs are poisoned before each timed call too
+            "poison": _poisons(random.Random(secrets.randbits(64)), 1)[0],
+        }
         before = nvml.clock_sample()
-        box.send({"cmd": "time", "seeds": seeds, "post_trial": post.job()})
+        box.send(command)
         sent = time.perf_counter()
-        header, _ = box.receive(self.options.timing_timeout_s, "timing")
+        header, finals = box.receive(self.options.timing_timeout_s, "timing")
         wall_ms = (time.perf_counter() - sent) * 1e3
         after = nvml.clock_sample()
+        _tamper_check(header)
+        wrong = timed_output_problem(header.get("timed") or {})
         post_result = self._trial(task, post, post_expected, box, "post-timing")
-        ref_ms, cand_ms = _floats(header, "ref_ms"), _floats(header, "cand_ms")
+        ref_ms, ref_host = _floats(header, "ref_ms"), _floats(header, "ref_host_ms")
+        cand_ms, cand_host = _floats(header, "cand_ms"), _floats(header, "cand_host_ms")
+        if ref_box is not None and not wrong:
+            # KernelBench: the reference's own worker, where no candidate code ever ran, takes
+            # the same rounds on the same inputs once the candidate's worker is gone; the
+            # candidate's last output on each input set must match its last one.
+            box.kill()
+            again, ref_finals = self._time_reference(ref_box, plan, int(header["rounds"]))
+            wrong = _finals_problem(header, finals, again, ref_finals)
+        if wrong:
+            post_result = post_result.model_copy(update={"ok": False, "reason": wrong})
+        if len(ref_ms) != len(cand_ms):
+            raise WorkerFailure("crashed", "worker sent a different number of timing rounds")
         problems = [
-            host_clock_problem(ref_ms, _floats(header, "ref_host_ms")),
-            host_clock_problem(cand_ms, _floats(header, "cand_host_ms")),
+            host_clock_problem(ref_ms, ref_host),
+            host_clock_problem(cand_ms, cand_host),
+            escaped_work_problem(ref_ms, ref_host, cand_ms, cand_host),
         ]
-        if sum(ref_ms) + sum(cand_ms) > wall_ms * 1.02:
+        own = sum(cand_ms) + sum(ref_ms)
+        if own > wall_ms * 1.02:
             problems.append(
-                f"timing inconsistent with host clock: {sum(ref_ms) + sum(cand_ms):.1f} ms "
-                f"of samples in {wall_ms:.1f} ms"
+                f"timing inconsistent with host clock: {own:.1f} ms of samples in {wall_ms:.1f} ms"
             )
         ratio, ratio_iqr = speedup(ref_ms, cand_ms)
         floor = None
@@ -503,7 +601,7 @@ class Verifier:
             speedup=ratio,
             speedup_iqr=ratio_iqr,
             rounds=int(header.get("rounds", len(ref_ms))),
-            input_sets=n_sets,
+            input_sets=len(plan.seeds),
             l2_flush_bytes=int(header.get("l2_flush_bytes", 0)),
             floor_ms=floor,
             clocks_before=before,
@@ -511,6 +609,33 @@ class Verifier:
             notes=tuple(notes),
         )
         return timing, post_result, next((p for p in problems if p), "")
+
+
+def _finals_problem(
+    header: dict[str, Any], got: list[bytes], ref_header: dict[str, Any], want: list[bytes]
+) -> str:
+    """The candidate's last timed output on each input set against the reference's on the same
+    inputs (the same changes applied each round in both workers); "" when they match."""
+    if header.get("problem"):
+        return f"during timing: {header['problem']}"
+    metas = [m for per_set in header.get("final_meta", []) for m in per_set]
+    wants = [m for per_set in ref_header.get("final_meta", []) for m in per_set]
+    if metas != wants or len(got) != len(want) or len(got) != len(wants):
+        return f"outputs during timing are {metas}, expected {wants}"
+    n_out = len(ref_header["final_meta"][0]) if ref_header["final_meta"] else 1
+    for i, (meta, raw_got, raw_want) in enumerate(zip(wants, got, want, strict=True)):
+        shape, dtype = meta["shape"], meta["dtype"]
+        atol, rtol = correctness.tolerance(dtype, None, None)
+        outcome = correctness.compare(
+            f"output {i % n_out} (input set {i // n_out + 1}, last timed call)",
+            np.frombuffer(raw_got, dtype=dtype).reshape(shape),
+            np.frombuffer(raw_want, dtype=dtype).reshape(shape),
+            max(atol, 1e-4),
+            max(rtol, 1e-4),
+        )
+        if not outcome.ok:
+            return outcome.reason + "; the model behaves differently when timed"
+    return ""
 
 
 def _article(reference: str) -> str:

@@ -20,18 +20,19 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .confine import confine
 from .protocol import FrameReader, write_message
 
 
-def _harden(limits: dict[str, int]) -> list[str]:
+def _harden(limits: dict[str, int], notes: list[str]) -> list[str]:
     """Limits the worker puts on itself before any task or candidate code is loaded."""
-    notes = []
+    notes = list(notes)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     fsize = limits.get("file_bytes", 1 << 30)
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     nofile = limits.get("open_files", 1024)
     resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-    if limits.get("no_network", 1):
+    if limits.get("no_network", 1) and "network: isolated" not in notes:
         try:  # a private network namespace with no interfaces: works as root or with userns
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
@@ -80,6 +81,7 @@ class Worker:
     ) -> None:
         self.reader, self.out_fd, self.job, self.scratch = reader, out_fd, job, scratch
         self.task = _task(job)
+        self.clock: Any = None  # timing primitives, when bound before a candidate loads
 
     def send(self, header: dict[str, Any], arrays: list[Any] = ()) -> None:  # type: ignore[assignment]
         write_message(self.out_fd, header, arrays)
@@ -93,7 +95,7 @@ class Worker:
     def cuda_reference(self) -> None:
         import cupy
 
-        from .runners import CudaRunner, checksum, load_module
+        from .runners import CudaRunner, checksum, load_module, release_guards
 
         task = self.task
         arch = "sm_" + self.job["device"]["cc"]
@@ -115,6 +117,7 @@ class Worker:
             ref_fn = getattr(load_module(file, "kw_reference"), func)
         for i, trial in enumerate(self.job["trials"]):
             sizes, seed = trial["sizes"], trial["seed"]
+            release_guards()
             ins = runner.inputs(sizes, seed)
             sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
             expected, dtypes = [], []
@@ -157,7 +160,7 @@ class Worker:
             )
 
     def cuda_candidate(self) -> None:
-        from .runners import CudaRunner, checksum
+        from .runners import CudaRunner, broken_guards, checksum, release_guards
         from .spec import LaunchSpec
 
         task = self.task
@@ -174,13 +177,15 @@ class Worker:
         def trial_run(label: Any, trial: dict[str, Any]) -> None:
             for run, poison in enumerate(trial["poisons"]):
                 sizes = trial["sizes"]
+                release_guards()
                 ins = runner.inputs(sizes, trial["seed"])
                 arrays = {**ins, **runner.outputs(sizes, poison)}
                 runner.launch(arrays, sizes)
                 self.sync()
                 sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
                 outs = [_raw(arrays[a.name].get()) for a in task.args if a.role in ("out", "inout")]
-                self.send({"type": "outputs", "trial": label, "run": run, "checksums": sums}, outs)
+                header = {"type": "outputs", "trial": label, "run": run, "checksums": sums}
+                self.send({**header, "guards": broken_guards(arrays)}, outs)
 
         for i, trial in enumerate(self.job["trials"]):
             trial_run(i, trial)
@@ -188,20 +193,50 @@ class Worker:
         command, _ = self.reader.read_message(time.monotonic() + 3600)
         if command.get("cmd") != "time":
             return
+        self.cuda_timing(runner, command)
+        trial_run("post", command["post_trial"])
+
+    def cuda_timing(self, runner: Any, command: dict[str, Any]) -> None:
+        """Reference and candidate alternated in rounds on the same input sets, each writing its
+        own outputs; the rounds' hooks poison and check the candidate's (rounds.py)."""
+        import random
+        import secrets
+
+        from .rounds import CudaTimedChecks
+        from .runners import CudaRunner, release_guards
+
+        task, bench = self.task, self.task.bench
+        arch = "sm_" + self.job["device"]["cc"]
         ref = CudaRunner(
             task, task.source, None, self.scratch, self.job["backend"], arch, "reference"
         )
-        bench = task.bench
-        sets = [{**ref.inputs(bench, s), **ref.outputs(bench, 0)} for s in command["seeds"]]
-        ref_calls = [ref.bind(arrays, bench) for arrays in sets]
-        cand_calls = [runner.bind(arrays, bench) for arrays in sets]
+        poison = int(command.get("poison", 0x7FC00001))
+        pristine = [ref.inputs(bench, s) for s in command["seeds"]]
+        inouts = [a.name for a in task.args if a.role == "inout"]
+        sides = {
+            side: [
+                {**p, **{n: p[n].copy() for n in inouts}, **ref.outputs(bench, poison)}
+                for p in pristine
+            ]
+            for side in ("ref", "cand")
+        }
+        checks = CudaTimedChecks(task, pristine, sides, poison, command.get("perturb_seed", 0))
+        calls = {
+            "ref": [ref.bind(arrays, bench) for arrays in sides["ref"]],
+            "cand": [runner.bind(arrays, bench) for arrays in sides["cand"]],
+        }
         self.timing(
-            lambda k: ref_calls[k](), lambda k: cand_calls[k](), len(sets), queue_ahead=True
+            {name: (lambda k, c=c: c[k]()) for name, c in calls.items()},
+            len(pristine),
+            hooks=checks,
+            shuffle=random.Random(secrets.randbits(64)),  # unpredictable to the kernel
+            extra=lambda: ({"timed": checks.report()}, []),
+            queue_ahead=True,
         )
-        ref_calls.clear()
-        cand_calls.clear()
-        sets.clear()
-        trial_run("post", command["post_trial"])
+        calls.clear()
+        sides.clear()
+        pristine.clear()
+        release_guards()
 
     def cuda_profile(self) -> None:
         """One launch at the bench size, for Nsight Compute to profile."""
@@ -226,143 +261,58 @@ class Worker:
             runner.launch(arrays, sizes)
             self.sync()
 
-    def timing(self, ref: Any, cand: Any, n_sets: int, queue_ahead: bool = False) -> None:
-        from .timing import measure
+    def timing(
+        self,
+        timed: dict[str, Any],
+        n_sets: int,
+        rounds: int | None = None,
+        hooks: Any = None,
+        shuffle: Any = None,
+        extra: Any = None,
+        queue_ahead: bool = False,
+        budget_scale: float = 1.0,
+        max_rounds: int = 300,
+        cap_s: float | None = None,
+    ) -> None:
+        """Run the timing rounds and send the raw samples, with what `extra()` adds."""
+        from .timing import Clock, measure
 
+        clock = self.clock or Clock(self.job["device"]["l2_bytes"], queue_ahead)
         t0 = time.perf_counter()
         raw = measure(
-            ref,
-            cand,
+            clock,
+            timed,
             n_sets,
-            self.job["device"]["l2_bytes"],
-            budget_s=self.job.get("timing_budget_s", 0.6),
-            queue_ahead=queue_ahead,
+            budget_s=self.job.get("timing_budget_s", 0.6) * budget_scale,
+            max_rounds=max_rounds,
+            cap_s=cap_s,
+            rounds=rounds,
+            hooks=hooks,
+            shuffle=shuffle,
         )
-        self.send(
-            {
-                "type": "timing",
-                **raw,
-                "wall_ms": (time.perf_counter() - t0) * 1e3,
-                "input_sets": n_sets,
-            }
-        )
+        clock.sync()
+        header = {
+            "type": "timing",
+            **raw,
+            "wall_ms": (time.perf_counter() - t0) * 1e3,
+            "input_sets": n_sets,
+        }
+        more, payload = extra() if extra else ({}, [])
+        tampered = [*header.pop("tampered", []), *more.pop("tampered", [])]
+        self.send({**header, **more, "tampered": tampered}, payload)
 
-    # --- KernelBench problems -------------------------------------------------------------------
-    def _outputs(self, out: Any) -> tuple[list[memoryview], list[dict[str, Any]]]:
-        import torch
 
-        outs = out if isinstance(out, tuple | list) else (out,)
-        arrays, meta = [], []
-        for o in outs:
-            if type(o) is not torch.Tensor:
-                raise TypeError(f"forward() returned {type(o).__name__}, not a torch.Tensor")
-            arrays.append(_raw(o.detach().contiguous().cpu().numpy()))
-            meta.append({"dtype": str(o.dtype).replace("torch.", ""), "shape": list(o.shape)})
-        return arrays, meta
-
-    def torch_reference(self) -> None:
-        import torch
-
-        from .runners import TorchRunner
-
-        runner = TorchRunner(self.task.path, None, "Model")
-        with torch.no_grad():
-            for i, trial in enumerate(self.job["trials"]):
-                sizes, seed = trial["sizes"], trial["seed"]
-                inputs = runner.inputs(seed, sizes)
-                sums = runner.input_digest(inputs)
-                native = runner.build(seed, sizes)(*inputs)
-                _, native_meta = self._outputs(native)
-                precision = "PyTorch eager"
-                try:
-                    model64 = runner.build(seed, sizes, float64=True)
-                    ins64 = [
-                        x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                        for x in inputs
-                    ]
-                    out = model64(*ins64)
-                    precision = "PyTorch eager in float64"
-                except (RuntimeError, TypeError):
-                    out = native
-                arrays, meta = self._outputs(out)
-                self.send(
-                    {
-                        "type": "expected",
-                        "trial": i,
-                        "checksums": sums,
-                        "meta": meta,
-                        "native": native_meta,
-                        "reference": precision,
-                    },
-                    arrays,
-                )
-
-    def torch_candidate(self) -> None:
-        import torch
-
-        from .runners import TorchRunner
-
-        cand = self.job["candidate"]
-        t0 = time.perf_counter()
-        try:
-            runner = TorchRunner(self.task.path, cand["path"], cand.get("class_name", "ModelNew"))
-            runner.build(0, {})
-            result = {"ok": True, "log": ""}
-        except Exception as exc:
-            result = {"ok": False, "log": "".join(traceback.format_exception_only(exc)).strip()}
-        self.send(
-            {
-                "type": "compiled",
-                "result": {
-                    **result,
-                    "backend": "python",
-                    "arch": "",
-                    "duration_ms": (time.perf_counter() - t0) * 1e3,
-                },
-            }
-        )
-        if not result["ok"]:
-            return
-        out_bytes = self.job.get("output_bytes", 1 << 24)
-
-        def trial_run(label: Any, trial: dict[str, Any]) -> None:
-            sizes, seed = trial["sizes"], trial["seed"]
-            with torch.no_grad():
-                model = runner.build(seed, sizes)
-                for run, _ in enumerate(trial["poisons"]):
-                    inputs = runner.inputs(seed, sizes)
-                    runner.poison_allocator(4 * out_bytes)
-                    out = model(*inputs)
-                    self.sync()
-                    arrays, meta = self._outputs(out)
-                    self.send(
-                        {
-                            "type": "outputs",
-                            "trial": label,
-                            "run": run,
-                            "meta": meta,
-                            "checksums": runner.input_digest(inputs),
-                        },
-                        arrays,
-                    )
-
-        for i, trial in enumerate(self.job["trials"]):
-            trial_run(i, trial)
-        assert self.reader is not None
-        command, _ = self.reader.read_message(time.monotonic() + 3600)
-        if command.get("cmd") != "time":
-            return
-        ref_runner = TorchRunner(self.task.path, None, "Model")
-        seed = command["seeds"][0]
-        with torch.no_grad():
-            ref_model, cand_model = ref_runner.build(seed, {}), runner.build(seed, {})
-            sets = [runner.inputs(s, {}) for s in command["seeds"]]
-            self.timing(lambda k: ref_model(*sets[k]), lambda k: cand_model(*sets[k]), len(sets))
-            sets.clear()
-        trial_run("post", command["post_trial"])
+def _writable() -> list[str]:
+    """The scratch directory (the working directory) and each `--writable DIR` given."""
+    args = sys.argv[1:]
+    return [os.getcwd()] + [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--writable"]
 
 
 def main() -> None:
+    profiled = len(sys.argv) == 3 and sys.argv[1] == "--job"  # under a profiler: no channel
+    # First, while this process has one thread and no CUDA context (profiling needs the
+    # profiler's own files and sockets, and runs device code only: left as it is).
+    confined = [] if profiled else confine(_writable())
     proto_in, proto_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
@@ -370,13 +320,13 @@ def main() -> None:
     compile_only = "--compile-only" in sys.argv  # the loop's compile step: no GPU needed
     try:
         device = {} if compile_only else _device()  # a spare worker waits with CUDA up
-        if len(sys.argv) == 3 and sys.argv[1] == "--job":  # under a profiler: no channel at all
+        if profiled:
             job = json.loads(Path(sys.argv[2]).read_text())
             reader, proto_out = None, null
         else:
             reader = FrameReader(proto_in)
             job, _ = reader.read_message(time.monotonic() + 3600)
-        notes = _harden(job.get("limits", {}))
+        notes = _harden(job.get("limits", {}), confined)
         if compile_only:
             from .compile import compile_kernel
 
@@ -395,7 +345,9 @@ def main() -> None:
         elif kind == "cuda":
             worker.cuda_reference() if role == "reference" else worker.cuda_candidate()
         else:
-            worker.torch_reference() if role == "reference" else worker.torch_candidate()
+            from .torch_roles import torch_candidate, torch_reference
+
+            torch_reference(worker) if role == "reference" else torch_candidate(worker)
         write_message(proto_out, {"type": "done"})
     except BaseException as exc:
         text = "".join(traceback.format_exception_only(exc)).strip()

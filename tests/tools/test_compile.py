@@ -84,6 +84,11 @@ def test_system_headers_by_name_are_allowed(nvrtc: None) -> None:
         "#include </etc/passwd>",
         "#include <../x>",
         '  #  include "kernel_secrets.cuh"',
+        '#define F "/etc/passwd"\n#include F',  # through a macro
+        '#include \\\n"/etc/passwd"',  # a line splice
+        '%:include "/etc/passwd"',  # a digraph
+        '#/* comment */include "/etc/passwd"',
+        'const char* s = "/*";\n#include "/etc/passwd"\n// */',  # a comment opener in a string
     ],
 )
 def test_dangerous_includes_are_refused_before_compiling(
@@ -134,3 +139,20 @@ def test_parse_ptxas_report_picks_the_entry() -> None:
         "shared_mem_bytes": 0,
     }
     assert parse_ptxas_report(PTXAS_LOG, "missing") == {}
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        '// #include "x.h"\n/* #include "y.h" */',
+        'const char* s = "#include \\"x.h\\"";',
+        "#include <mma.h>  // tensor cores",
+        "int big = 1'000'000;\n#include <cuda_fp16.h>",
+    ],
+)
+def test_includes_in_comments_and_strings_are_not_directives(src: str) -> None:
+    assert include_problem(src) == ""
+
+
+def test_has_include_of_a_host_file_is_refused() -> None:
+    assert "__has_include" in include_problem('#if __has_include("/etc/shadow")\n#endif')

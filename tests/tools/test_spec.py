@@ -134,6 +134,13 @@ BROKEN = {  # id: (toml old, toml new, expected file, expected field, expected w
         "launch.threads",
         "unknown field",
     ),
+    "range backwards": (
+        'role = "in"',
+        'role = "in"\ninit = "uniform:5:-5"',
+        "gelu.toml",
+        "args[0] (x).init",
+        "uniform:LO:HI",
+    ),
     "entry not in .cu": (
         'entry = "gelu"',
         'entry = "gelu2"',
@@ -260,3 +267,8 @@ def test_launch_plan_resolves_grid_block_and_scalars_once() -> None:
     assert args[0] is arrays["x"] and args[1] is arrays["y"]
     assert [int(v) for v in args[2:]] == [100, 333]
     assert all(v.dtype == np.int32 for v in args[2:])
+
+
+def test_a_float_input_can_span_a_range() -> None:
+    task = load_task(EXAMPLES / "softmax")  # wide logits: exp() overflows unless the max goes
+    assert isinstance(task, CudaTask) and task.args[0].init == "uniform:-100:100"

@@ -11,7 +11,7 @@ import pytest
 
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
-from kernelwright.tools.verify import Trial, Verifier, _poisons
+from kernelwright.tools.verify import Trial, Verifier, _finals_problem, _poisons, _Reject
 from tests.conftest import EXAMPLES
 
 N = 1000
@@ -119,3 +119,52 @@ def test_a_kernelbench_output_of_the_wrong_dtype_is_rejected() -> None:
     result = Verifier()._trial(task, trial, ref, ReplayBox([half]), "check")  # type: ignore[arg-type]
     assert not result.ok
     assert result.reason == "output 0 is float16 [4, 8], expected float32 [4, 8]"
+
+
+def test_a_write_past_an_output_is_named(setup: Any) -> None:
+    y = setup[2]
+    head, arrays = _outputs(y)
+    result = _judge(setup, [({**head, "guards": ["y"]}, arrays), _outputs(y)])
+    assert not result.ok and result.reason.startswith("wrote outside 'y'")
+
+
+def test_a_problem_the_worker_reports_rejects() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    trial = Trial({}, seed=3, poisons=(1,))
+    ref = (
+        {"type": "expected", "checksums": ["h1"], "meta": [{"dtype": "float64", "shape": [2]}]}
+        | {"native": [{"dtype": "float32", "shape": [2]}]},
+        [np.zeros(2).tobytes()],
+    )
+    lazy = ({"type": "outputs", "problem": "forward() returned Lazy, not a torch.Tensor"}, [])
+    result = Verifier()._trial(task, trial, ref, ReplayBox([lazy]), "check")  # type: ignore[arg-type]
+    assert not result.ok and result.reason == "forward() returned Lazy, not a torch.Tensor"
+
+
+def test_tampering_the_worker_saw_rejects_as_implausible(setup: Any) -> None:
+    y = setup[2]
+    head, arrays = _outputs(y)
+    tampered = ({**head, "tampered": ["time.perf_counter was replaced"]}, arrays)
+    with pytest.raises(_Reject) as info:
+        _judge(setup, [tampered, _outputs(y)])
+    assert info.value.verdict == "implausible"
+    assert info.value.reason == "harness tampered: time.perf_counter was replaced"
+
+
+def _finals(values: np.ndarray) -> tuple[dict[str, Any], list[bytes]]:
+    meta = [[{"dtype": "float32", "shape": list(values.shape)}]]
+    return {"final_meta": meta}, [values.astype(np.float32).tobytes()]
+
+
+def test_last_timed_outputs_against_the_references() -> None:
+    want = np.linspace(0, 1, 12).reshape(3, 4)
+    ref_header, ref_arrays = _finals(want)
+    assert _finals_problem(*_finals(want + 1e-6), ref_header, ref_arrays) == ""
+    stale = want.copy()
+    stale[1, 2] += 0.5
+    reason = _finals_problem(*_finals(stale), ref_header, ref_arrays)
+    assert reason.startswith("output 'output 0 (input set 1, last timed call)' wrong at 1 of 12")
+    assert reason.endswith("the model behaves differently when timed")
+    assert _finals_problem({"problem": "forward() returned X"}, [], ref_header, ref_arrays) == (
+        "during timing: forward() returned X"
+    )

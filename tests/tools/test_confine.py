@@ -1,0 +1,144 @@
+"""The worker's confinement with CPU-only payloads: a read-only file system but for scratch, no
+network, its own PID namespace (a daemon that left the process group still dies with the
+worker), no capabilities, a /dev without disks; and a memory watchdog that counts children."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kernelwright.tools.compile import compile_in_sandbox
+from kernelwright.tools.sandbox import Sandbox, WorkerFailure
+
+CONFINED = """\
+import ctypes, os, socket, subprocess, sys, time
+from kernelwright.tools.confine import confine
+notes = confine([os.getcwd()])
+from kernelwright.tools.protocol import FrameReader, write_message
+job, _ = FrameReader(0).read_message(time.monotonic() + 10)
+"""
+
+Payload = Callable[[str], list[str]]
+
+
+@pytest.fixture
+def payload(tmp_path: Path) -> Payload:
+    def make(body: str) -> list[str]:
+        script = tmp_path / f"payload_{len(list(tmp_path.iterdir()))}.py"
+        script.write_text(CONFINED + textwrap.dedent(body))
+        return [sys.executable, str(script)]
+
+    return make
+
+
+def _confined(header: dict[str, object]) -> None:
+    notes = " ".join(map(str, header.get("notes", [])))
+    if "unavailable" in notes:
+        pytest.skip(f"this machine cannot confine a worker: {notes}")
+
+
+def _marked(mark: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and mark in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def test_file_system_network_processes_and_devices(payload: Payload, tmp_path: Path) -> None:
+    outside = tmp_path / "escaped.txt"
+    cmd = payload("""
+        report = {"notes": notes}
+        for key, path in (("outside", job["outside"]), ("inside", "inside.txt")):
+            try:
+                with open(path, "w") as f:
+                    f.write("x")
+                report[key] = "written"
+            except OSError as exc:
+                report[key] = exc.strerror
+        try:
+            socket.create_connection(("127.0.0.1", 9), timeout=2)
+            report["network"] = "connected"
+        except OSError as exc:
+            report["network"] = exc.strerror
+        report["pids"] = sorted(p for p in os.listdir("/proc") if p.isdigit())
+        report["dev"] = sorted(os.listdir("/dev"))
+        libc = ctypes.CDLL(None, use_errno=True)
+        report["remount"] = libc.mount(None, b"/", None, 32 | 4096, None)  # MS_REMOUNT|MS_BIND
+        report["cap_eff"] = open("/proc/self/status").read().split("CapEff:")[1].split()[0]
+        write_message(1, report)
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({"outside": str(outside)})
+        header, _ = box.receive(30, "test")
+        inside = box.scratch / "inside.txt"
+        assert inside.read_text() == "x"
+    _confined(header)
+    assert header["outside"] == "Read-only file system" and not outside.exists()
+    assert header["inside"] == "written"
+    assert header["network"] in ("Network is unreachable", "Cannot assign requested address")
+    assert header["pids"] == ["1"]  # nothing else is visible, not even the controller
+    assert "null" in header["dev"] and not {"sda", "vda", "nvme0n1", "mem"} & set(header["dev"])
+    assert header["remount"] != 0 and header["cap_eff"] == "0000000000000000"
+
+
+def test_a_daemon_that_left_the_process_group_dies_with_the_worker(payload: Payload) -> None:
+    mark = f"kw-confine-daemon-{time.monotonic_ns()}"
+    cmd = payload(f"""
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)", "{mark}"],
+            start_new_session=True,
+        )
+        write_message(1, {{"notes": notes}})
+        time.sleep(1000)
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        header, _ = box.receive(30, "test")
+        deadline = time.monotonic() + 5
+        while not _marked(mark.encode()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _marked(mark.encode())  # it runs, in a session of its own
+    _confined(header)
+    deadline = time.monotonic() + 5
+    while _marked(mark.encode()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _marked(mark.encode())
+
+
+def test_memory_of_children_counts_against_the_worker(tmp_path: Path) -> None:
+    script = tmp_path / "hog.py"
+    script.write_text(
+        textwrap.dedent("""
+        import subprocess, sys, time
+        from kernelwright.tools.protocol import FrameReader
+        FrameReader(0).read_message(time.monotonic() + 10)
+        hog = "x = b'x' * (600 << 20); import time; time.sleep(1000)"
+        subprocess.Popen([sys.executable, "-c", hog])
+        time.sleep(1000)
+    """)
+    )
+    with Sandbox("test", host_memory_bytes=300 << 20, command=[sys.executable, str(script)]) as box:
+        box.send({})
+        start = time.monotonic()
+        with pytest.raises(WorkerFailure) as info:
+            box.receive(30, "running")
+        assert time.monotonic() - start < 15
+    assert info.value.verdict == "crashed" and "host memory" in info.value.reason
+
+
+def test_the_confined_compile_worker_compiles_and_refuses_host_includes(nvrtc: None) -> None:
+    ok = compile_in_sandbox('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "k", "sm_90")
+    assert ok.ok, ok.log
+    leak = compile_in_sandbox('#include \\\n"/etc/passwd"\n', "k", "sm_90")
+    assert not leak.ok and "only <system> headers" in leak.first_error
+    assert "root:" not in leak.log
