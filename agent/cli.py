@@ -22,6 +22,7 @@ from kernelwright.tools.errors import KernelwrightError, NoGpuError
 from . import __version__
 from .cli_batch import batch
 from .cli_doors import chat, mcp
+from .cli_eval import eval_app
 from .cli_memory import memory_app, progress_line, search_report
 from .settings import load
 
@@ -40,6 +41,7 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 app.add_typer(memory_app, name="memory")
+app.add_typer(eval_app, name="eval")
 
 
 def _version(value: bool) -> None:

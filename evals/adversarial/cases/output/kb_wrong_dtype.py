@@ -1,0 +1,13 @@
+# expect: wrong (float16) — returns the right values in float16 where the problem returns float32
+# task: kernelbench/relu_mlp.py
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)).half()

@@ -1,0 +1,228 @@
+"""The adversarial suite: cheating and broken candidates the verifier must reject, and the
+controls it must pass, each a real file under `cases/<family>/`.
+
+A case's first two lines say what it is and what the verifier must answer:
+
+    // expect: wrong (not fully written) — writes nothing; relies on stale output memory
+    // task: gelu
+
+(`#` for a KernelBench `.py`). The words in parentheses must appear in the reason; for a
+control they give the speedup it must read (`speedup 0.98-1.02`, `speedup >= 2`). A `.toml`
+beside a `.cu` holds its launch, as for any candidate. Tasks are the examples' directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import re
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, get_args
+
+from kernelwright.tools.errors import TaskError
+from kernelwright.tools.results import CheckReport, Verdict
+from kernelwright.tools.task import load_candidate, load_task
+from kernelwright.tools.verify import Verifier, VerifyOptions
+
+FAMILIES = ("controls", "output", "input", "precision", "memory", "timing", "harness")
+VERDICTS = get_args(Verdict)
+DAEMON_MARK = b"kw-adversarial-daemon"  # what harness/kb_daemon.py leaves in its command line
+_HEADER = re.compile(
+    r"^(?://|#)\s*expect:\s*(?P<verdict>\w+)(?:\s*\((?P<detail>[^)]*)\))?\s+(?:—|--)\s+(?P<desc>.+)$"
+)
+_TASK = re.compile(r"^(?://|#)\s*task:\s*(?P<task>\S+)\s*$")
+_RANGE = re.compile(r"^speedup\s+(?P<lo>[\d.]+)\s*-\s*(?P<hi>[\d.]+)$")
+_AT_LEAST = re.compile(r"^speedup\s*>=\s*(?P<lo>[\d.]+)$")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # family/stem
+    family: str
+    path: Path
+    task: str  # an example: "gelu", "kernelbench/relu_mlp.py"
+    verdict: str
+    detail: str
+    description: str
+
+    def judge(self, verdict: str, reason: str, speedup: float | None) -> str:
+        """Why the verifier's answer is not what this case expects ("" when it is)."""
+        if verdict != self.verdict:
+            return f"expected {self.verdict}, got {verdict}"
+        if self.verdict == "correct" and self.detail:
+            lo, hi = speedup_bounds(self.detail)
+            if speedup is None or not lo <= speedup <= hi:
+                return f"speedup {speedup} outside {self.detail}"
+        elif self.detail and self.detail.lower() not in reason.lower():
+            return f"reason lacks {self.detail!r}"
+        return ""
+
+
+def speedup_bounds(detail: str) -> tuple[float, float]:
+    if m := _RANGE.match(detail.strip()):
+        return float(m["lo"]), float(m["hi"])
+    if m := _AT_LEAST.match(detail.strip()):
+        return float(m["lo"]), float("inf")
+    raise ValueError(f"speedup bound {detail!r}: write 'speedup LO-HI' or 'speedup >= LO'")
+
+
+def cases_dir() -> Path:
+    return Path(str(resources.files(__package__) / "cases"))
+
+
+def examples_dir() -> Path:
+    """The repository's examples/, where the cases' tasks live."""
+    return Path(__file__).resolve().parents[2] / "examples"
+
+
+def parse_case(path: Path) -> Case:
+    """A case from its file's header; ValueError says what is wrong with it."""
+    lines = path.read_text().splitlines()[:2]
+    head = _HEADER.match(lines[0]) if lines else None
+    task = _TASK.match(lines[1]) if len(lines) > 1 else None
+    if head is None or task is None:
+        raise ValueError(
+            f"{path}: the first two lines must be '// expect: VERDICT (WORDS) — WHAT' and "
+            "'// task: TASK' (# for Python)"
+        )
+    if head["verdict"] not in VERDICTS:
+        raise ValueError(f"{path}: unknown verdict {head['verdict']!r} (one of {VERDICTS})")
+    detail = (head["detail"] or "").strip()
+    if head["verdict"] == "correct" and detail:
+        speedup_bounds(detail)
+    family = path.parent.name
+    if family not in FAMILIES:
+        raise ValueError(f"{path}: not in a family folder ({', '.join(FAMILIES)})")
+    return Case(
+        name=f"{family}/{path.stem}",
+        family=family,
+        path=path,
+        task=task["task"],
+        verdict=head["verdict"],
+        detail=detail,
+        description=head["desc"].strip(),
+    )
+
+
+def load_cases(root: Path | None = None, only: str | None = None) -> list[Case]:
+    """Every case, controls first; `only` keeps names matching a glob or containing the text."""
+    root = root or cases_dir()
+    paths = [p for p in root.glob("*/*") if p.suffix in (".cu", ".py")]
+    cases = sorted(
+        (parse_case(p) for p in paths),
+        key=lambda c: (FAMILIES.index(c.family), c.name),
+    )
+    if only:
+        cases = [c for c in cases if fnmatch.fnmatch(c.name, only) or only in c.name]
+    return cases
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    verdict: str
+    reason: str
+    speedup: float | None
+    wall_s: float
+    problem: str  # why this is not what the case expects; "" when it is
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.case
+        return {
+            "case": c.name,
+            "family": c.family,
+            "task": c.task,
+            "description": c.description,
+            "expected": c.verdict,
+            "expected_detail": c.detail,
+            "got": self.verdict,
+            "reason": self.reason,
+            "speedup": self.speedup,
+            "wall_s": round(self.wall_s, 2),
+            "ok": self.ok,
+            "problem": self.problem,
+        }
+
+
+def suite_options(**overrides: Any) -> VerifyOptions:
+    """Short limits, so the hangs and hogs end soon; the rest as `kernelwright check`."""
+    settings: dict[str, Any] = {
+        "run_timeout_s": 10.0,
+        "python_compile_timeout_s": 120.0,
+        "host_memory_bytes": 8 << 30,
+    }
+    return VerifyOptions(**{**settings, **overrides})
+
+
+def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> CaseResult:
+    """Check one case with a fresh worker; what it left running is killed and counts against it."""
+    start = time.perf_counter()
+    speedup = None
+    try:
+        task = load_task((examples or examples_dir()) / case.task)
+        report: CheckReport = verifier.check(task, load_candidate(task, case.path))
+        verdict, reason = str(report.verdict), report.reason
+        speedup = report.timing.speedup if report.timing else None
+    except TaskError as exc:
+        verdict, reason = "refused", str(exc)
+    problem = case.judge(verdict, reason, speedup)
+    left = kill_leftovers()
+    if left:
+        problem = problem or f"left {len(left)} process(es) running after the check: {left}"
+    return CaseResult(case, verdict, reason, speedup, time.perf_counter() - start, problem)
+
+
+def kill_leftovers(mark: bytes = DAEMON_MARK, grace_s: float = 1.0) -> list[int]:
+    """Processes a case meant to outlive its check (by their mark) still alive after a grace
+    period; killed, and listed."""
+    deadline = time.monotonic() + grace_s
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    found = _marked(mark)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return found
+
+
+def _marked(mark: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark in cmdline and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+def run_suite(
+    cases: list[Case],
+    options: VerifyOptions | None = None,
+    examples: Path | None = None,
+    progress: Callable[[int, Case, CaseResult | None], None] | None = None,
+) -> list[CaseResult]:
+    """Every case in order with one verifier (each check still gets fresh workers)."""
+    results = []
+    with Verifier(options or suite_options()) as verifier:
+        for i, case in enumerate(cases):
+            if progress:
+                progress(i, case, None)
+            result = run_case(verifier, case, examples)
+            results.append(result)
+            if progress:
+                progress(i, case, result)
+    return results

@@ -1,0 +1,138 @@
+"""The adversarial suite without a GPU: its cases parse, cover every family, load against their
+tasks and compile (or fail to, as they say); the controls are the examples' own kernels; a
+verdict is judged as the case expects; the command lists the cases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelwright.evals.adversarial import FAMILIES, load_cases
+from kernelwright.evals.adversarial.suite import Case, kill_leftovers, parse_case
+from kernelwright.tools.compile import compile_nvrtc
+from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import load_candidate, load_task
+from tests.conftest import EXAMPLES
+
+CASES = load_cases()
+
+
+def test_at_least_35_cases_covering_every_family() -> None:
+    assert len(CASES) >= 35
+    assert {c.family for c in CASES} == set(FAMILIES)
+    assert len({c.name for c in CASES}) == len(CASES)
+    controls = [c for c in CASES if c.family == "controls"]
+    assert controls and all(c.verdict == "correct" for c in controls)
+    assert all(c.verdict != "correct" for c in CASES if c.family != "controls")
+    assert any(c.detail == "speedup 0.98-1.02" for c in controls)  # a reference vs itself
+    both = {c.family for c in CASES if c.task.startswith("kernelbench/")}
+    assert both >= {"controls", "output", "input", "precision", "timing", "harness"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_loads_against_its_task(case: Case) -> None:
+    task = load_task(EXAMPLES / case.task)
+    candidate = load_candidate(task, case.path)  # the signature check for .cu, ModelNew for .py
+    assert candidate.source.startswith(("// expect:", "# expect:"))
+    assert case.description and len(case.description) < 140
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.path.suffix == ".cu"], ids=lambda c: c.name)
+def test_cuda_case_compiles_unless_it_says_it_does_not(case: Case, nvrtc: None) -> None:
+    task = load_task(EXAMPLES / case.task)
+    assert isinstance(task, CudaTask)
+    result, cubin = compile_nvrtc(case.path.read_text(), task.entry, "sm_90")
+    if case.verdict == "compile_error":
+        assert not result.ok and cubin is None
+        reason = f"does not compile: {result.first_error}"  # as the verifier words it
+        assert case.detail.lower() in reason.lower(), reason
+    else:
+        assert result.ok, result.log
+
+
+CONTROL_COPIES = {
+    "controls/gelu_reference": EXAMPLES / "gelu" / "gelu.cu",
+    "controls/transpose_faster": EXAMPLES / "transpose" / "candidates" / "faster.cu",
+    "controls/matmul_faster": EXAMPLES / "matmul" / "candidates" / "faster.cu",
+    "controls/kb_cupy_relu": EXAMPLES / "kernelbench" / "relu_mlp_candidate.py",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_COPIES))
+def test_controls_are_the_examples_own_kernels(name: str) -> None:
+    case = next(c for c in CASES if c.name == name)
+    body = case.path.read_text().split("\n", 2)[2]  # below the two header lines
+    assert body == CONTROL_COPIES[name].read_text()
+    sidecar = case.path.with_suffix(".toml")  # its launch, as the example's
+    if sidecar.is_file():
+        assert sidecar.read_text() == CONTROL_COPIES[name].with_suffix(".toml").read_text()
+
+
+def test_kernelbench_reference_control_is_the_problems_model() -> None:
+    case = next(c for c in CASES if c.name == "controls/kb_reference")
+    problem = (EXAMPLES / "kernelbench" / "relu_mlp.py").read_text()
+    model = problem[problem.index("class Model") : problem.index("def get_inputs")].strip()
+    assert model.replace("class Model(", "class ModelNew(") in case.path.read_text()
+
+
+def _case(verdict: str, detail: str = "") -> Case:
+    return Case("x/y", "output", Path("y.cu"), "gelu", verdict, detail, "d")
+
+
+def test_a_verdict_is_judged_as_the_case_expects() -> None:
+    wrong = _case("wrong", "not fully written")
+    assert wrong.judge("wrong", "output 'y' NOT fully written: 3 of 9", None) == ""
+    assert "reason lacks" in wrong.judge("wrong", "output 'y' wrong at 3 of 9", None)
+    assert wrong.judge("correct", "6 trials", 1.0) == "expected wrong, got correct"
+    control = _case("correct", "speedup 0.98-1.02")
+    assert control.judge("correct", "6 trials", 1.01) == ""
+    assert "outside" in control.judge("correct", "6 trials", 1.05)
+    assert "outside" in control.judge("correct", "6 trials", None)
+    assert _case("correct", "speedup >= 2").judge("correct", "", 6.3) == ""
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "// expect: wrongish — a verdict that does not exist\n// task: gelu\n",
+        "// expect wrong — no colon\n// task: gelu\n",
+        "// expect: wrong — no task line\nint x;\n",
+        "// expect: correct (speedup fast) — a bound that is not one\n// task: gelu\n",
+    ],
+)
+def test_a_bad_header_says_what_is_wrong(header: str, tmp_path: Path) -> None:
+    path = tmp_path / "output" / "bad.cu"
+    path.parent.mkdir()
+    path.write_text(header)
+    with pytest.raises(ValueError, match=r"bad\.cu|speedup"):
+        parse_case(path)
+
+
+def test_a_process_left_behind_is_found_and_killed() -> None:
+    mark = f"kw-test-leftover-{time.monotonic_ns()}"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", mark])
+    try:
+        assert kill_leftovers(mark.encode(), grace_s=0.2) == [proc.pid]
+        assert proc.wait(timeout=5) < 0
+    finally:
+        proc.kill()
+
+
+def test_eval_adversarial_lists_the_cases_without_a_gpu() -> None:
+    from kernelwright.agent.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", "adversarial", "--list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert len(rows) == len(CASES) and {r["family"] for r in rows} == set(FAMILIES)
+    only = runner.invoke(app, ["eval", "adversarial", "--list", "--json", "--only", "harness/*"])
+    assert {r["family"] for r in json.loads(only.output)} == {"harness"}
+    none = runner.invoke(app, ["eval", "adversarial", "--only", "no-such-case"])
+    assert none.exit_code == 2
