@@ -106,7 +106,7 @@ def task_report(task: TaskState, out: Path, device: DeviceInfo | None = None) ->
     attempts = RunDir(Path(task.run_dir)).attempts()
     update: dict[str, Any] = {
         "attempts": [a.model_dump(mode="json", exclude={"source"}) for a in attempts],
-        "best_kernel": str(Path(task.run_dir) / "best.cu"),
+        "best_kernel": str(RunDir(Path(task.run_dir)).best_file),
     }
     if loaded is not None:
         update["name"] = loaded.name
@@ -223,7 +223,8 @@ def markdown(data: dict[str, Any], reports: list[TaskReport]) -> str:
         f"{c['failed']} failed; {c['skipped_files']} files or folders skipped",
         f"- started {data['started']}, report written {data['written']}, "
         f"{data['wall_s']:.0f} s of task time",
-        "- plots: report.html; per task: tasks/NAME.json; runs (best.cu, attempts): runs/NAME/",
+        "- plots: report.html; per task: tasks/NAME.json; "
+        "runs (best.cu or best.py, attempts): runs/NAME/",
         "",
         "| task | verdict | baseline ms | best ms | speedup | roofline before → after "
         "| attempts | techniques | stopped, or why it failed |",

@@ -198,9 +198,10 @@ class ChatSession:
                 f"{escape(task.entry)}({escape(args)}), bench {escape(bench)}"
             )
         else:
+            sizes = ", ".join(f"{k}={v}" for k, v in task.size_globals.items())
             self.say(
-                f"loaded [bold]{escape(task.name)}[/] (KernelBench problem): profile and ask "
-                "work; optimize covers CUDA tasks for now"
+                f"loaded [bold]{escape(task.name)}[/] (KernelBench problem: Model, "
+                f"{escape(sizes) or 'no sizes'}); optimize writes a ModelNew with custom CUDA"
             )
 
     def profile(self) -> doors.Measured:
@@ -214,8 +215,6 @@ class ChatSession:
     def optimize(self, rounds: int, hint: str = "", resume: bool = False) -> None:
         task = self._need_task()
         assert self.task_path is not None
-        if not isinstance(task, CudaTask):
-            raise doors.DoorError("optimize covers CUDA tasks (name.cu + name.toml) for now")
         what = "continuing the stopped run" if resume else f"up to {rounds} candidates"
         asked = f", trying {escape(hint)}" if hint else ""
         self.say(f"optimizing {escape(task.name)}: {what}{asked} (Ctrl-C stops the run)")
@@ -268,7 +267,7 @@ class ChatSession:
         return self.best.best_speedup if self.best else 1.0
 
     def _need_best(self, task: Task) -> doors.RunOutcome:
-        if self.best is None or not isinstance(task, CudaTask):
+        if self.best is None:
             raise doors.DoorError(
                 "nothing to show yet: the best kernel is still the original (/optimize first)"
             )
@@ -277,19 +276,18 @@ class ChatSession:
     def diff(self) -> None:
         task = self._need_task()
         best = self._need_best(task)
-        assert isinstance(task, CudaTask)
-        name = Path(task.source_path).name
+        original, dest = _files(task)
         lines = difflib.unified_diff(
             task.source.splitlines(True),
             best.best_source.splitlines(True),
-            name,
-            f"{task.name}.best.cu ({best.best_speedup:.2f}x)",
+            original.name,
+            f"{dest.name} ({best.best_speedup:.2f}x)",
         )
         for line in lines:
             line = line.rstrip("\n")
             style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
             self.out.print(line, style=style or None, markup=False, highlight=False)
-        if best.best_launch:
+        if best.best_launch and isinstance(task, CudaTask):
             now = (best.best_launch.get("block"), best.best_launch.get("grid"))
             was = (list(task.launch.block), list(task.launch.grid))
             self.say(
@@ -299,9 +297,7 @@ class ChatSession:
     def accept(self) -> None:
         task = self._need_task()
         best = self._need_best(task)
-        assert isinstance(task, CudaTask)
-        original = Path(task.source_path)
-        dest = original.with_name(f"{task.name}.best.cu")
+        original, dest = _files(task)
         if dest.resolve() == original.resolve():
             raise doors.DoorError(f"{dest} is the task's own kernel: not overwritten")
         if (
@@ -367,9 +363,19 @@ class ChatSession:
             tags = ", ".join(a.tags[0] for a in best.attempts if a.kept and a.tags)
             parts += [
                 f"## Best candidate so far: {best.best_speedup:.2f}x ({tags or 'no tags'})",
-                f"```cuda\n{best.best_source.rstrip()}\n```",
+                f"```{lang}\n{best.best_source.rstrip()}\n```",
             ]
         return "\n".join(parts)
+
+
+def _files(task: Task) -> tuple[Path, Path]:
+    """The task's own kernel file, and where /accept writes the best: NAME.best.cu beside a
+    CUDA kernel, NAME.best.py (defining ModelNew) beside a KernelBench problem."""
+    if isinstance(task, CudaTask):
+        original = Path(task.source_path)
+        return original, original.with_name(f"{task.name}.best.cu")
+    original = Path(task.path)
+    return original, original.with_name(f"{task.name}.best.py")
 
 
 ASK_SYSTEM = (

@@ -145,7 +145,10 @@ def check(
 
 @app.command()
 def optimize(
-    task: Annotated[Path, typer.Argument(help="A CUDA task: directory, name.toml or name.cu.")],
+    task: Annotated[
+        Path,
+        typer.Argument(help="A task: directory, name.toml, name.cu, or a KernelBench .py."),
+    ],
     model: Annotated[
         str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
     ] = None,
@@ -209,7 +212,7 @@ def optimize(
                     "run_dir": str(run.path),
                     "stop_reason": output.get("stop_reason"),
                     "best_speedup": output.get("best_speedup"),
-                    "best_kernel": str(run.path / "best.cu"),
+                    "best_kernel": str(run.best_file),
                     "attempts": [a.model_dump(mode="json") for a in attempts],
                     "choices": [c.model_dump(mode="json") for c in output.get("choices", [])],
                 },
@@ -223,7 +226,7 @@ def optimize(
         highlight=False,
     )
     out.print(
-        f"best kernel: {run.path / 'best.cu'}   summary: {run.path / 'summary.md'}",
+        f"best kernel: {run.best_file}   summary: {run.path / 'summary.md'}",
         highlight=False,
         soft_wrap=True,
     )

@@ -246,8 +246,7 @@ def optimize(
     `stopped_run` reads what it measured."""
     from kernelwright.agent.optimize import optimize as run_loop
 
-    if not isinstance(load_task(task_path), CudaTask):  # say so before waking a GPU or a model
-        raise DoorError(f"{task_path}: optimize covers CUDA tasks (name.cu + name.toml) for now")
+    load_task(task_path)  # a bad task says so before a GPU or a model wakes
     gpu, arch = machine.gpu(), machine.arch
     model: ChatModel = machine.model()
     if hint:
@@ -282,7 +281,7 @@ def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcom
     attempts = list((output or {}).get("attempts") or run.attempts())
     kept = [a for a in attempts if a.kept]
     best = kept[-1] if kept else None
-    original = run_dir / "best.cu"
+    original = run.best_file
     return RunOutcome(
         task=str(run.meta.get("task", "")),
         run_dir=run_dir,

@@ -5,6 +5,7 @@ measured attempt (the store keeps it, the reasoning graph back-propagates its sp
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from kernelwright.memory.store import ChromaStore, EpisodeStore, Provenance
 from kernelwright.memory.techniques import catalogue, resolve
 from kernelwright.tools.results import Attempt, ProfileResult
 from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import Task
 
 
 class TechniqueChoice(BaseModel):
@@ -136,16 +138,18 @@ def technique_view(choice: TechniqueChoice) -> dict[str, Any]:
 
 def pairs_for(
     store: EpisodeStore,
-    task: CudaTask,
+    task: Task,
     bottleneck: str,
     source: str,
     attempts: Sequence[Attempt],
     k: int,
     max_chars: int,
 ) -> list[contrastive.ContrastivePair]:
-    """Contrastive pairs for the current best kernel, this run's first, within the budget."""
+    """Contrastive pairs for the current best kernel, this run's first, within the budget;
+    only pairs in the task's own format (CUDA kernels, or KernelBench ModelNew files)."""
     if k <= 0:
         return []
+    python = not isinstance(task, CudaTask)
     found = contrastive.pairs(
         store,
         task_signature=task_signature(task),
@@ -153,13 +157,21 @@ def pairs_for(
         bottleneck=bottleneck,
         source=source,
         run_attempts=attempts,
-        k=k,
+        k=2 * k,  # some may be in the other format
     )
-    return contrastive.within_budget(found, max_chars)
+    same = [
+        p for p in found if _is_python(p.faster.source) == python == _is_python(p.slower.source)
+    ]
+    return contrastive.within_budget(same[:k], max_chars)
+
+
+def _is_python(source: str) -> bool:
+    """A KernelBench candidate (defines ModelNew) rather than a CUDA kernel."""
+    return re.search(r"^class\s+ModelNew\b|^ModelNew\s*=", source, re.MULTILINE) is not None
 
 
 def provenance(
-    task: CudaTask,
+    task: Task,
     bottleneck: str,
     arch: str,
     model: str,

@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from kernelwright.agent import __version__, doors
+from kernelwright.agent.rundir import RunDir
 from kernelwright.tools.backend import ReplayMiss
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt, CheckReport
@@ -100,7 +101,8 @@ def build(machine: doors.Machine) -> MCPServer:
         ctx: Context,
         budget: Annotated[int, Field(ge=1, le=200, description="candidates to try at most")] = 5,
     ) -> dict[str, Any]:
-        """Search for a faster version of a CUDA task's kernel with kernelwright's local model:
+        """Search for a faster version of a task's kernel (a CUDA task, or a KernelBench problem's
+        Model as a ModelNew with custom CUDA) with kernelwright's local model:
         propose, compile, verify and time up to `budget` candidates, keeping only verified,
         faster ones. Progress is reported as it goes; returns the best kernel's source, its
         launch, the speedup and the run's report."""
@@ -139,7 +141,7 @@ def build(machine: doors.Machine) -> MCPServer:
             "stop_reason": outcome.stop_reason,
             "best_source": outcome.best_source,
             "best_launch": outcome.best_launch,
-            "best_kernel_path": str(outcome.run_dir / "best.cu"),
+            "best_kernel_path": str(RunDir(outcome.run_dir).best_file),
             "run_dir": str(outcome.run_dir),
             "attempts": [
                 {

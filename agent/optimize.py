@@ -1,5 +1,6 @@
-"""Run the optimization loop on one task: a new run, or the unfinished one resumed from its
-SQLite checkpoints. The front doors (CLI now; batch, chat and MCP later) call this."""
+"""Run the optimization loop on one task (a CUDA task or a KernelBench problem): a new run, or
+the unfinished one resumed from its SQLite checkpoints. The front doors (CLI, batch, chat and
+MCP) call this."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from kernelwright.agent.settings import Settings
 from kernelwright.agent.state import LoopInput
 from kernelwright.memory.contrastive import CHARS_PER_TOKEN
 from kernelwright.tools.backend import GpuBackend
-from kernelwright.tools.errors import KernelwrightError, TaskError
+from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import (
     Attempt,
     CheckReport,
@@ -34,7 +35,6 @@ from kernelwright.tools.results import (
     TimingResult,
     TrialResult,
 )
-from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
 
 # The only classes a checkpoint may bring back: our frozen values, nothing else.
@@ -75,8 +75,6 @@ def optimize(
     `memory` False runs without the memory (None: as settings.memory.enabled says).
     Infrastructure failures raise KernelwrightError with the fix."""
     task = load_task(task_path)
-    if not isinstance(task, CudaTask):
-        raise TaskError(task.path, "", "optimize covers CUDA tasks (name.cu + name.toml) for now")
     base = runs_dir or settings.data_dir / "runs"
     run = RunDir.latest_unfinished(base, task.name) if resume else None
     if resume and run is None:

@@ -5,6 +5,8 @@ the checkpoint database a killed run resumes from.
         run.json            what was run: task, model, budget
         attempts.jsonl      one line per measured attempt
         best.cu, best.toml  the best verified kernel and its launch (checkable as a candidate)
+        best.py             for a KernelBench problem: the best ModelNew (checkable as a candidate)
+        candidates/         for a KernelBench problem: each candidate's file, for its worker
         summary.md          written when the run ends
         checkpoints.sqlite  LangGraph's checkpoints
 """
@@ -70,8 +72,22 @@ class RunDir:
             return []
         return [Attempt.model_validate_json(line) for line in path.read_text().splitlines() if line]
 
-    def write_best(self, source: str, launch: dict[str, Any] | None) -> None:
-        (self.path / "best.cu").write_text(source)
+    @property
+    def best_file(self) -> Path:
+        """The best kernel's file: best.py for a KernelBench problem, else best.cu."""
+        py = self.path / "best.py"
+        return py if py.is_file() else self.path / "best.cu"
+
+    def write_candidate(self, name: str, source: str) -> Path:
+        """A KernelBench candidate as a file (candidates/NAME.py), for the worker to import."""
+        folder = self.path / "candidates"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{name}.py"
+        path.write_text(source)
+        return path
+
+    def write_best(self, source: str, launch: dict[str, Any] | None, name: str = "best.cu") -> None:
+        (self.path / name).write_text(source)
         sidecar = self.path / "best.toml"
         if launch:
             sidecar.write_text(_launch_toml(launch))

@@ -1,10 +1,13 @@
 """What makes two tasks related, for the memory: a task's signature (its entry point with the
-dtypes and shapes of what it reads and writes) and its op class, read off the task file."""
+dtypes and shapes of what it reads and writes) and its op class, read off the task file. A
+KernelBench problem's are read off its source (never run): its name and sizes, and the torch
+operations its Model uses."""
 
 from __future__ import annotations
 
 import re
 
+from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.spec import ArgSpec, CudaTask
 
 OP_CLASSES = ("gemm", "transpose", "reduction", "stencil", "elementwise")
@@ -14,6 +17,16 @@ _REDUCTION_WORDS = re.compile(
     r"softmax|\b(norm|\w+norm|scan|prefix|reduc|sum\b|mean\b|max\b|min\b|argm|histogram)"
 )
 _STENCIL_WORDS = re.compile(r"stencil|jacobi|laplac|\bconv|blur|\bfilter|neighbo")
+# What a KernelBench Model's torch calls say, heaviest first.
+_TORCH_OPS = (
+    ("gemm", re.compile(r"\b(Linear|matmul|mm|bmm|addmm|baddbmm|einsum|Bilinear)\b|\w\s*@\s*\w")),
+    ("stencil", re.compile(r"\b(Conv\w*|conv\w*|\w*Pool\w*|\w*pool\w*)\b")),
+    (
+        "reduction",
+        re.compile(r"\b(\w*[Ss]oftmax|\w*[Nn]orm\w*|sum|mean|amax|max|min|cumsum|prod)\b"),
+    ),
+    ("transpose", re.compile(r"\b(transpose|permute)\b|\.T\b")),
+)
 
 
 def _dtype(dtype: str) -> str:
@@ -24,8 +37,12 @@ def _array(a: ArgSpec) -> str:
     return f"{_dtype(a.dtype)}[{','.join(a.shape)}]"
 
 
-def task_signature(task: CudaTask) -> str:
-    """For example `rowsum(f32[M,N])->f32[M]`: inputs, then outputs (read-write on both sides)."""
+def task_signature(task: CudaTask | KernelBenchTask) -> str:
+    """For example `rowsum(f32[M,N])->f32[M]`: inputs, then outputs (read-write on both sides);
+    for a KernelBench problem `kernelbench:relu_mlp(batch_size=128,...)`."""
+    if isinstance(task, KernelBenchTask):
+        sizes = ",".join(f"{k}={v}" for k, v in task.size_globals.items())
+        return f"kernelbench:{task.name}({sizes})"
     ins = [_array(a) for a in task.args if a.role in ("in", "inout")]
     outs = [_array(a) for a in task.args if a.role in ("out", "inout")]
     return f"{task.entry}({', '.join(ins)})->{', '.join(outs)}"
@@ -42,8 +59,11 @@ def _is_gemm(ins: list[tuple[str, ...]], out: tuple[str, ...]) -> bool:
     return False
 
 
-def op_class(task: CudaTask) -> str:
-    """One of OP_CLASSES, from the shapes of inputs and outputs, then from the task's words."""
+def op_class(task: CudaTask | KernelBenchTask) -> str:
+    """One of OP_CLASSES, from the shapes of inputs and outputs, then from the task's words;
+    for a KernelBench problem from the torch operations in its source."""
+    if isinstance(task, KernelBenchTask):
+        return next((c for c, words in _TORCH_OPS if words.search(task.source)), "elementwise")
     ins = [tuple(a.shape) for a in task.args if a.role in ("in", "inout")]
     outs = [tuple(a.shape) for a in task.args if a.role in ("out", "inout")]
     words = f"{task.name} {task.entry} {task.description}".lower()

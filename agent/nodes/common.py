@@ -8,9 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kernelwright.agent.rundir import RunDir
 from kernelwright.agent.state import LoopState
+from kernelwright.tools.kernelbench import KernelBenchCandidate
 from kernelwright.tools.results import CompileResult, ProfileResult
 from kernelwright.tools.spec import CudaCandidate, CudaTask, LaunchSpec, parse_launch
+from kernelwright.tools.task import Candidate, Task
 
 KEEP_MARGIN = 1.005  # a candidate replaces the best only if faster by more than this
 GAIN = 1.02  # a gain below 2% counts toward the plateau
@@ -26,6 +29,32 @@ def as_candidate(
         for sizes in (task.bench, *task.checks):
             spec.resolve(sizes)
     return CudaCandidate(path=name, source=source, launch=spec)
+
+
+def candidate_for(
+    task: Task, run: RunDir, source: str, launch: dict[str, Any] | None, name: str
+) -> Candidate:
+    """A proposal as the verifier takes it. A KernelBench candidate is a file its worker
+    imports, so its source is written into the run directory first (as `name`.py)."""
+    if isinstance(task, CudaTask):
+        return as_candidate(task, source, launch, f"{name}.cu")
+    return KernelBenchCandidate(path=str(run.write_candidate(name, source)), source=source)
+
+
+def best_name(task: Task) -> str:
+    """The best kernel's file name in the run directory."""
+    return "best.cu" if isinstance(task, CudaTask) else "best.py"
+
+
+def original_best(task: Task) -> str:
+    """What the best file holds before a candidate wins: the original kernel; for a KernelBench
+    problem, the problem with ModelNew naming its Model, so the file checks as a candidate."""
+    if isinstance(task, CudaTask):
+        return task.source
+    return (
+        task.source.rstrip()
+        + "\n\n\n# kernelwright: no candidate has beaten the original yet\nModelNew = Model\n"
+    )
 
 
 def profile_view(

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.experience import TechniqueChoice
-from kernelwright.agent.nodes.common import should_stop
+from kernelwright.agent.nodes.common import best_name, should_stop
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.reasoning import EdgeStats, ReasoningGraph
 from kernelwright.tools.results import Attempt
@@ -18,7 +18,8 @@ def finish(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     ctx = runtime.context
     reason = should_stop(state) or "stopped"
     graph = ctx.graph.graph if ctx.graph is not None else None
-    ctx.run.write_summary(summary(ctx.task.name, ctx.model.name, reason, state, graph))
+    text = summary(ctx.task.name, ctx.model.name, reason, state, graph, best_name(ctx.task))
+    ctx.run.write_summary(text)
     ctx.progress({"node": "finish", "message": reason})
     return {"stop_reason": reason}
 
@@ -64,7 +65,12 @@ def search_table(
 
 
 def summary(
-    task: str, model: str, reason: str, state: LoopState, graph: ReasoningGraph | None = None
+    task: str,
+    model: str,
+    reason: str,
+    state: LoopState,
+    graph: ReasoningGraph | None = None,
+    best_file: str = "best.cu",
 ) -> str:
     """The run's Markdown summary (pure); `graph` gives the search's statistics as they are now."""
     attempts: list[Attempt] = state.get("attempts", [])
@@ -75,7 +81,7 @@ def summary(
         f"- model: {model}",
         f"- stopped: {reason}",
         f"- best: {best:.2f}x over the original (attempt {state.get('best_index', 0)}), "
-        "in best.cu" + (" with its launch in best.toml" if state.get("best_launch") else ""),
+        f"in {best_file}" + (" with its launch in best.toml" if state.get("best_launch") else ""),
         f"- candidates: {len(attempts)}, of which verified correct: "
         f"{sum(a.verdict == 'correct' for a in attempts)}",
         f"- time: {state.get('elapsed_s', 0.0):.0f} s",

@@ -1,23 +1,27 @@
 """propose: the search picks the technique to apply, the memory adds contrastive pairs, and the
 model writes one candidate (source, launch, technique tags, rationale), or repairs the last one
-from its compile log. Replies are parsed tolerantly, with one repair round."""
+from its compile log. Replies are parsed tolerantly, with one repair round. A KernelBench
+problem gets its own prompt and its candidate is a Python file defining ModelNew."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kernelwright.agent import experience
+from kernelwright.agent import experience, replies, replies_kernelbench
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.llm import Message
 from kernelwright.agent.nodes.common import profile_view, stopwatch
-from kernelwright.agent.replies import ReplyError, parse_proposal, repair_message
+from kernelwright.agent.replies import Proposal, ReplyError
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.contrastive import as_prompt
 from kernelwright.memory.techniques import catalogue
 from kernelwright.prompts.render import render
+from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import Task
 
 
 def _search(state: LoopState, ctx: LoopContext) -> experience.TechniqueChoice | None:
@@ -37,7 +41,7 @@ def _search(state: LoopState, ctx: LoopContext) -> experience.TechniqueChoice | 
     return choice
 
 
-def _pairs(state: LoopState, ctx: LoopContext, task: CudaTask) -> list[dict[str, Any]]:
+def _pairs(state: LoopState, ctx: LoopContext, task: Task) -> list[dict[str, Any]]:
     if ctx.store is None:
         return []
     found = experience.pairs_for(
@@ -62,32 +66,68 @@ def _pairs(state: LoopState, ctx: LoopContext, task: CudaTask) -> list[dict[str,
     return as_prompt(found)
 
 
-def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-    ctx = runtime.context
+def _messages(
+    state: LoopState,
+    ctx: LoopContext,
+    choice: experience.TechniqueChoice | None,
+    pending: Proposal | None,
+    repairing: bool,
+) -> list[Message]:
+    """The propose prompt: CUDA's, or the KernelBench variant."""
     task = ctx.task
-    assert isinstance(task, CudaTask)
-    pending = state.get("proposal")
-    repairing = bool(state.get("compile_log")) and pending is not None
+    technique = experience.technique_view(choice) if choice else None
+    repair = (
+        {"source": pending.source, "log": state["compile_log"]} if repairing and pending else None
+    )
+    contrastive = [] if repairing else _pairs(state, ctx, task)
+    if isinstance(task, KernelBenchTask):
+        return render(
+            "propose_kernelbench",
+            task=task,
+            source=state["best_source"] if state.get("best_index", 0) else None,
+            speedup=state.get("best_speedup", 1.0),
+            best_ms=state.get("best_ms"),
+            technique=technique,
+            techniques=list(catalogue()),
+            attempts=state.get("attempts", []),
+            max_attempts=ctx.history,
+            contrastive=contrastive,
+            repair=repair,
+        )
     best_launch = state.get("best_launch") or task.launch.model_dump()
     launch = (pending.launch or best_launch) if repairing and pending else best_launch
-    choice = state.get("choice") if repairing else _search(state, ctx)
-    messages: list[Message] = render(
+    return render(
         "propose",
         task=task,
         launch=launch,
         source=state["best_source"],
         speedup=state.get("best_speedup", 1.0),
         profile=profile_view(state.get("profile"), state.get("best_compile")),
-        technique=experience.technique_view(choice) if choice else None,
+        technique=technique,
         techniques=list(catalogue()),
         example="",
         attempts=state.get("attempts", []),
         max_attempts=ctx.history,
-        contrastive=[] if repairing else _pairs(state, ctx, task),
-        repair={"source": pending.source, "log": state["compile_log"]}
-        if repairing and pending
-        else None,
+        contrastive=contrastive,
+        repair=repair,
     )
+
+
+def _parser(task: Task) -> tuple[Callable[[str], Proposal], Callable[[ReplyError], Message]]:
+    """How a reply is read for this task, and the repair round's message."""
+    if isinstance(task, CudaTask):
+        entry = task.entry
+        return (lambda text: replies.parse_proposal(text, entry)), replies.repair_message
+    return replies_kernelbench.parse_model_new, replies_kernelbench.repair_message
+
+
+def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    pending = state.get("proposal")
+    repairing = bool(state.get("compile_log")) and pending is not None
+    choice = state.get("choice") if repairing else _search(state, ctx)
+    messages = _messages(state, ctx, choice, pending, repairing)
+    parse, repair_message = _parser(ctx.task)
     n = len(state.get("attempts", [])) + 1
     ctx.progress(
         {
@@ -98,11 +138,11 @@ def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     with stopwatch() as took:
         reply = ctx.model.complete(messages)
         try:
-            proposal = parse_proposal(reply, task.entry)
+            proposal = parse(reply)
         except ReplyError as first:
             retry = [*messages, {"role": "assistant", "content": reply}, repair_message(first)]
             try:
-                proposal = parse_proposal(ctx.model.complete(retry), task.entry)
+                proposal = parse(ctx.model.complete(retry))
             except ReplyError as second:
                 proposal = None
                 problem = f"no usable kernel in the reply: {second}"
@@ -113,7 +153,7 @@ def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     }
     if proposal is None:
         return {**update, "proposal": None, "compile_log": problem}
-    if proposal.launch is None:  # no launch given: the one of the kernel it started from
+    if proposal.launch is None and isinstance(ctx.task, CudaTask):  # the launch it started from
         proposal = proposal.model_copy(update={"launch": state.get("best_launch")})
     if not repairing:
         update.update(repairs=0, compile_log="")

@@ -12,12 +12,11 @@ from langgraph.runtime import Runtime
 from kernelwright.agent import experience
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.llm import Message
-from kernelwright.agent.nodes.common import GAIN, KEEP_MARGIN, profile_view, stopwatch
+from kernelwright.agent.nodes.common import GAIN, KEEP_MARGIN, best_name, profile_view, stopwatch
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.techniques import catalogue
 from kernelwright.prompts.render import render
 from kernelwright.tools.results import Attempt
-from kernelwright.tools.spec import CudaTask
 
 
 def _first_error(log: str) -> str:
@@ -48,13 +47,14 @@ def reflect(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     technique = experience.edge_tag(tags, choice) if proposal else ""
     gained = kept and speedup is not None and speedup >= best * GAIN
     explanation, model_s = "", 0.0
+    best_file = best_name(ctx.task)
     if proposal is not None:
         diff = "".join(
             difflib.unified_diff(
                 state["best_source"].splitlines(True),
                 proposal.source.splitlines(True),
-                "best.cu",
-                "candidate.cu",
+                best_file,
+                best_file.replace("best", "candidate"),
             )
         )
         messages: list[Message] = render(
@@ -121,7 +121,7 @@ def reflect(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
             applied=sorted({*applied, *(t for t in tags if t in catalogue())}),
             path=[*state.get("path", []), step] if step else state.get("path", []),
         )
-        ctx.run.write_best(proposal.source, proposal.launch)
+        ctx.run.write_best(proposal.source, proposal.launch, best_file)
     ctx.progress({"node": "reflect", "attempt": attempt, "best_speedup": speedup if kept else best})
     return update
 
@@ -139,7 +139,6 @@ def _remember(
     """The attempt into the store (idempotent by run and index) and, when it names a technique,
     its measurement into the reasoning graph along the kept chain (saved at once)."""
     task = ctx.task
-    assert isinstance(task, CudaTask)
     if ctx.store is not None:
         where = experience.provenance(
             task, bottleneck, ctx.arch, ctx.model.name, ctx.run_id, technique, applied, best

@@ -7,7 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelwright.agent.context import LoopContext
-from kernelwright.agent.nodes.common import as_candidate, stopwatch
+from kernelwright.agent.nodes.common import candidate_for, stopwatch
 from kernelwright.agent.state import LoopState
 from kernelwright.tools.spec import CudaTask
 
@@ -15,10 +15,11 @@ from kernelwright.tools.spec import CudaTask
 def verify(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     ctx = runtime.context
     task, proposal = ctx.task, state["proposal"]
-    assert isinstance(task, CudaTask) and proposal is not None
-    ctx.progress(
-        {"node": "verify", "message": f"verifying candidate {len(state.get('attempts', [])) + 1}"}
-    )
+    assert proposal is not None
+    n = len(state.get("attempts", [])) + 1
+    ctx.progress({"node": "verify", "message": f"verifying candidate {n}"})
     with stopwatch() as took:
-        report = ctx.gpu.check(task, as_candidate(task, proposal.source, proposal.launch))
+        name = "candidate" if isinstance(task, CudaTask) else f"candidate-{n}"  # a file per try
+        candidate = candidate_for(task, ctx.run, proposal.source, proposal.launch, name)
+        report = ctx.gpu.check(task, candidate)
     return {"report": report, "elapsed_s": took["s"]}

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from kernelwright.agent.cli_batch import run_batch_command
 from kernelwright.agent.llm import Message, ScriptedLLM
 from kernelwright.agent.nodes.common import as_candidate
 from kernelwright.tools.backend import ReplayGpu
+from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.results import CheckReport, DeviceInfo, KernelTiming, TimingResult
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task, reference_candidate
@@ -46,10 +48,10 @@ def reply(task_dir: Path, name: str, tags: list[str]) -> str:
     return f"```cuda\n{path.read_text()}\n```\n```json\n{json.dumps(meta)}\n```\n"
 
 
-def script(root: Path) -> list[str]:
+def script(root: Path, names: tuple[str, ...] = ("gelu", "softmax")) -> list[str]:
     """Per good task, in the batch's order: a wrong candidate, then the faster one."""
     replies = []
-    for name in ("gelu", "softmax"):
+    for name in names:
         replies += [
             reply(root / name, "wrong", ["grid-stride loop"]),
             f"The {name} candidate skipped elements.",
@@ -60,7 +62,11 @@ def script(root: Path) -> list[str]:
 
 
 def check_report(
-    task: CudaTask, verdict: str, ref_ms: float, speedup: float | None, reason: str = "ok"
+    task: CudaTask | KernelBenchTask,
+    verdict: str,
+    ref_ms: float,
+    speedup: float | None,
+    reason: str = "ok",
 ) -> CheckReport:
     timing = None
     if speedup is not None:
@@ -85,9 +91,10 @@ def check_report(
     )
 
 
-def replay(root: Path) -> ReplayGpu:
+def replay(root: Path, names: tuple[str, ...] = tuple(TIMES)) -> ReplayGpu:
     gpu = ReplayGpu()
-    for name, (ref_ms, speedup) in TIMES.items():
+    for name in names:
+        ref_ms, speedup = TIMES[name]
         task = load_task(root / name)
         assert isinstance(task, CudaTask)
         gpu.add(task, reference_candidate(task), check_report(task, "correct", ref_ms, 1.0))
@@ -265,6 +272,39 @@ def test_resume_and_rerun_guards(root: Path, tmp_path: Path, capsys: Any) -> Non
     shutil.copytree(root / "gelu", other / "gelu")
     assert run_batch_command(other, out, resume=True, model=ScriptedLLM(), gpu=ReplayGpu()) == 2
     assert "holds the batch of" in capsys.readouterr().err
+
+
+def test_a_kernelbench_problem_in_the_tree_is_optimized_not_failed(
+    tmp_path: Path, nvrtc: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernelwright.tools.kernelbench import KernelBenchCandidate, KernelBenchTask
+
+    root = tmp_path / "tasks"
+    shutil.copytree(EXAMPLES / "gelu", root / "gelu")
+    shutil.copytree(EXAMPLES / "kernelbench", root / "kb")
+    gpu = replay(root, ("gelu",))
+    problem = load_task(root / "kb" / "relu_mlp.py")
+    assert isinstance(problem, KernelBenchTask)
+    faster = (root / "kb" / "relu_mlp_candidate.py").read_text()
+    wrong = faster.replace("fmaxf(x[i], 0.0f)", "fminf(x[i], 0.0f)")
+    as_kb = partial(KernelBenchCandidate, path="candidate.py")
+    gpu.add(problem, reference_candidate(problem), check_report(problem, "correct", 0.08, 1.0))
+    gpu.add(problem, as_kb(source=wrong), check_report(problem, "wrong", 0.08, None, "output 0"))
+    gpu.add(problem, as_kb(source=faster), check_report(problem, "correct", 0.08, 1.6))
+    python = [f"```python\n{src}```\n" for src in (wrong, faster)]
+    model = ScriptedLLM(
+        [*script(root, ("gelu",)), python[0], "It took the minimum.", python[1], "One pass less."]
+    )
+    out = tmp_path / "report"
+    code = run_batch_command(root, out, budget=2, model=model, gpu=gpu)
+    assert code == 0, capsys.readouterr().err
+    batch = json.loads((out / "batch.json").read_text())
+    assert batch["counts"]["faster"] == 2 and batch["failed"] == []
+    kb = json.loads((out / "tasks" / "kb-relu_mlp.json").read_text())
+    assert kb["kind"] == "kernelbench" and kb["verdict"] == "faster" and kb["speedup"] == 1.6
+    assert [a["verdict"] for a in kb["attempts"]] == ["wrong", "correct"]
+    assert kb["best_kernel"].endswith("best.py") and Path(kb["best_kernel"]).read_text() == faster
+    assert "| kb/relu_mlp | faster | 0.0800 | 0.0500 | 1.60x" in (out / "report.md").read_text()
 
 
 def test_discovery_finds_both_formats_and_says_what_it_passed_over(tmp_path: Path) -> None:

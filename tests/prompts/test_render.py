@@ -444,3 +444,114 @@ def test_the_searchs_evidence_is_shown_only_when_measured(task: CudaTask) -> Non
     fresh = propose(task, technique={**VECTORIZE, "attempts": 0})[1]["content"]
     assert "On this GPU" not in fresh and "(tag: vector-access-16b)" in fresh
     assert '"tags": ["vector-access-16b"]' in answer_format(propose(task))
+
+
+# --- the KernelBench variant ---
+
+KB_PROBLEM = EXAMPLES / "kernelbench" / "relu_mlp.py"
+KB_FASTER = (EXAMPLES / "kernelbench" / "relu_mlp_candidate.py").read_text()
+KB_BROKEN = KB_FASTER.replace("def forward(self, x):", "def forward(self, x)")
+KB_LOG = "candidate.py, line 29: error: SyntaxError: expected ':'\n        def forward(self, x)"
+KB_ATTEMPTS = [
+    Attempt(
+        index=1,
+        parent=0,
+        tags=("kernel-fusion",),
+        source=KB_FASTER,
+        verdict="correct",
+        reason="correct: 6 trials over 3 shapes (one held out)",
+        speedup=1.62,
+        kept=True,
+    ),
+    Attempt(
+        index=2,
+        parent=1,
+        tags=("vector-access-16b",),
+        source=KB_FASTER,
+        verdict="wrong",
+        reason="output 0 wrong at 65,536 of 131,072 elements",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def kb_task() -> Any:
+    from kernelwright.tools.kernelbench import KernelBenchTask
+
+    t = load_task(KB_PROBLEM)
+    assert isinstance(t, KernelBenchTask)
+    return t
+
+
+def propose_kb(task: Any, **overrides: Any) -> list[dict[str, str]]:
+    """A normal KernelBench round: a best ModelNew, the search's technique, earlier attempts."""
+    values: dict[str, Any] = {
+        "task": task,
+        "source": KB_FASTER,
+        "speedup": 1.62,
+        "best_ms": 0.0494,
+        "technique": VECTORIZE,
+        "techniques": TECHNIQUES,
+        "attempts": KB_ATTEMPTS,
+        "max_attempts": 8,
+        "contrastive": [],
+        "repair": None,
+    }
+    values.update(overrides)
+    return render.render("propose_kernelbench", **values)
+
+
+def test_propose_kernelbench_first_round(kb_task: Any) -> None:
+    messages = propose_kb(
+        kb_task, source=None, speedup=1.0, best_ms=0.0801, technique=None, attempts=[]
+    )
+    user = messages[1]["content"]
+    assert kb_task.source.rstrip() in user and "Current best: PyTorch eager itself" in user
+    assert "Earlier attempts" not in user and ", ".join(TECHNIQUES) in user
+    assert_snapshot("propose_kernelbench_first_round", messages)
+
+
+def test_propose_kernelbench_normal(kb_task: Any) -> None:
+    messages = propose_kb(kb_task)
+    user = messages[1]["content"]
+    assert "## Current best ModelNew (1.62x PyTorch eager, 0.0494 ms)" in user
+    assert KB_FASTER.rstrip() in user and "#2 [vector-access-16b] wrong: output 0" in user
+    assert '"tags": ["vector-access-16b"]' in answer_format(messages)
+    assert "```cuda" not in user
+    assert_snapshot("propose_kernelbench_normal", messages)
+
+
+def test_propose_kernelbench_repair(kb_task: Any) -> None:
+    messages = propose_kb(kb_task, repair={"source": KB_BROKEN, "log": KB_LOG})
+    user = messages[1]["content"]
+    assert "did not pass its check" in user and KB_LOG.splitlines()[0] in user
+    assert "## Current best" not in user
+    assert_snapshot("propose_kernelbench_repair", messages)
+
+
+def test_propose_kernelbench_contrastive(kb_task: Any) -> None:
+    pairs = [
+        {
+            "origin": "this run",
+            "task": "kernelbench:relu_mlp(batch_size=128,in_features=1024,out_features=1024)",
+            "faster": {"source": KB_FASTER, "speedup": 1.62},
+            "slower": {"source": KB_BROKEN, "speedup": None, "reason": "wrong: output 0 wrong"},
+        }
+    ]
+    messages = propose_kb(kb_task, contrastive=pairs)
+    assert "## Related attempts" in messages[1]["content"]
+    assert_snapshot("propose_kernelbench_contrastive", messages)
+
+
+def test_propose_kernelbench_system_states_the_contract(kb_task: Any) -> None:
+    system = propose_kb(kb_task)[0]["content"]
+    assert "class ModelNew(torch.nn.Module)" in system
+    assert "cupy.RawKernel" in system and "about a second" in system
+    assert "load_inline" in system and "50 seconds" in system
+    assert "same __init__ arguments" in system
+
+
+def test_python_braces_survive_unchanged(kb_task: Any) -> None:
+    source = KB_FASTER + "\nX = {'a': {{1}}}  # {% raw %} {{ not a variable }}\n"
+    user = propose_kb(kb_task, source=source)[1]["content"]
+    assert source.rstrip() in user
