@@ -102,11 +102,20 @@ def edge_tag(tags: Sequence[str], choice: TechniqueChoice | None) -> str:
 
 
 def choose(
-    graph: ReasoningGraph, applied: Sequence[str], bottleneck: str, tried: Sequence[str]
+    graph: ReasoningGraph,
+    applied: Sequence[str],
+    bottleneck: str,
+    tried: Sequence[str],
+    source: str = "",
+    op: str = "",
 ) -> TechniqueChoice | None:
-    """The search's next technique (UCT over the graph), preferring one this run has not
-    tried yet from the same kernel; None when every technique is applied."""
-    tag = select(graph, applied, bottleneck, skip=tried) or select(graph, applied, bottleneck)
+    """The search's next technique (UCT over the graph) among those that can apply to this
+    kernel (its source and op class), preferring one this run has not tried yet from the same
+    kernel; None when every such technique is applied."""
+    cannot = {t.tag for t in catalogue().values() if not t.applies(source, op)}
+    tag = select(graph, applied, bottleneck, skip={*tried, *cannot}) or select(
+        graph, applied, bottleneck, skip=cannot
+    )
     if tag is None:
         return None
     stats = graph.peek(applied, tag, bottleneck)

@@ -26,6 +26,17 @@ class Technique(BaseModel):
     helps: tuple[Bottleneck, ...]
     prior: dict[Bottleneck, float]
     requires: tuple[str, ...] = ()
+    # Offered only where it can apply: the kernel's source matches `needs` (a regex), and the
+    # task's op class is one of `ops` (empty: any). "Fewer atomics" for a kernel with none
+    # would waste a candidate.
+    needs: str = ""
+    ops: tuple[str, ...] = ()
+
+    def applies(self, source: str, op: str) -> bool:
+        """Whether this technique can apply to a kernel with this source and op class."""
+        if self.ops and op not in self.ops:
+            return False
+        return not self.needs or re.search(self.needs, source) is not None
 
     def prior_for(self, bottleneck: str) -> float:
         """The prior for a bottleneck class; the mean over classes when it is unknown."""

@@ -17,6 +17,7 @@ from kernelwright.agent.nodes.common import profile_view, stopwatch
 from kernelwright.agent.replies import Proposal, ReplyError
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.contrastive import as_prompt
+from kernelwright.memory.signature import op_class
 from kernelwright.memory.techniques import catalogue
 from kernelwright.prompts.render import render
 from kernelwright.tools.kernelbench import KernelBenchTask
@@ -35,7 +36,9 @@ def _search(state: LoopState, ctx: LoopContext) -> experience.TechniqueChoice | 
         for c in state.get("choices", [])
         if list(c.state) == sorted(applied) and c.bottleneck == bottleneck
     ]
-    choice = experience.choose(ctx.graph.graph, applied, bottleneck, tried)
+    choice = experience.choose(
+        ctx.graph.graph, applied, bottleneck, tried, state["best_source"], op_class(ctx.task)
+    )
     if choice is not None:
         ctx.progress({"node": "propose", "message": f"search: {choice.line}", "choice": choice})
     return choice

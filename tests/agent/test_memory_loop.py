@@ -249,3 +249,25 @@ def test_a_second_process_on_a_related_task_sees_pairs_from_the_first(
     )
     # and the memory outlived the first process: the second run's attempts join the first's
     assert store_at(data).count() == 4
+
+
+def test_the_search_offers_only_techniques_that_can_apply() -> None:
+    """fewer-atomics has the highest prior for a latency-bound kernel, but a softmax with no
+    atomics never gets it; one with atomics does. An elementwise kernel gets no reduction work."""
+    from kernelwright.agent.experience import choose
+    from kernelwright.memory.reasoning import ReasoningGraph
+
+    graph = ReasoningGraph()
+    softmax = (EXAMPLES / "softmax" / "softmax.cu").read_text()
+    assert "atomic" not in softmax
+    first = choose(graph, [], "latency-bound", [], softmax, "reduction")
+    assert first is not None and first.tag in ("warp-shuffle", "hierarchical-reduction")
+    with_atomics = softmax + "\n__device__ void bump(float* y) { atomicAdd(&y[0], 1.0f); }\n"
+    assert choose(graph, [], "latency-bound", [], with_atomics, "reduction").tag == "fewer-atomics"
+    offered = set()
+    for _ in range(len(graph.options(()))):
+        c = choose(graph, [], "latency-bound", sorted(offered), "y[i] = x[i];", "elementwise")
+        if c is None or c.tag in offered:
+            break
+        offered.add(c.tag)
+    assert offered and not offered & {"fewer-atomics", "hierarchical-reduction", "warp-shuffle"}

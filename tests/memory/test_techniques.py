@@ -79,3 +79,14 @@ def test_a_models_tag_resolves_to_the_catalogue(said: str, tag: str | None) -> N
     from kernelwright.memory.techniques import resolve
 
     assert resolve(said) == tag
+
+
+def test_a_technique_is_offered_only_where_it_can_apply() -> None:
+    atomics, shuffle, cores = (
+        technique(t) for t in ("fewer-atomics", "warp-shuffle", "tensor-cores")
+    )
+    assert not atomics.applies("y[i] = x[i] * 2.0f;", "reduction")
+    assert atomics.applies("atomicAdd(&out[row], v);", "reduction")
+    assert shuffle.applies("", "reduction") and not shuffle.applies("", "elementwise")
+    assert cores.applies("", "gemm") and not cores.applies("", "transpose")
+    assert technique("coalescing").applies("", "elementwise")  # no condition: always offered
