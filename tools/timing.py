@@ -5,11 +5,12 @@ rounds. The loop runs in the worker; the statistics and the verdicts on them run
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,92 +141,69 @@ def measure(
     rounds, at least `min_rounds`) bounds it where the estimate can fall far short.
     """
     hooks = hooks or RoundHooks()
-    # As timeit does: no garbage collection while timing. A collection costs tens of
-    # microseconds and falls where the allocation count crosses its threshold, which in a
-    # regular cycle of rounds can be the same side's window every time (a KernelBench model
-    # timed against itself read 0.94-0.96x with it on).
+    # As timeit does: no garbage collection while timing (see _collector_off).
+    with _collector_off() as switched_on:
+        names = list(timed)
+        # Warm-up: at least `warmup` calls each and `warmup_s` seconds, so the GPU's clocks have
+        # risen before the first sample (two workers timed one after the other start level).
+        start, w = time.perf_counter(), 0
+        while w < warmup or time.perf_counter() - start < warmup_s:
+            for name in names:
+                timed[name](w % input_sets)
+                clock.sync()
+                hooks.settle()
+            w += 1
+        if rounds is None:
+            est = []
+            for name in names:
+                for _ in range(2):
+                    est.append(clock.sample(timed[name], 0)[0])
+                    hooks.settle()
+            per_round_s = len(names) * (
+                (max(est) + clock.hold_ms + 0.05) / 1e3 + clock.flush_bytes / 1e12
+            )
+            rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
+            # The estimate leaves out the hooks and the host's own work: a cap, where one is asked.
+            deadline = time.perf_counter() + (cap_s if cap_s is not None else float("inf"))
+        else:
+            deadline = float("inf")  # a count fixed by the caller is kept
+        out: dict[str, Any] = {f"{n}_{kind}": [] for n in names for kind in ("ms", "host_ms")}
+        for r in range(rounds):
+            if r >= min_rounds and time.perf_counter() > deadline:
+                rounds = r
+                break
+            k = r % input_sets
+            if shuffle is not None:
+                order = shuffle.sample(names, len(names))
+            else:
+                order = names if r % 2 == 0 else names[::-1]
+            hooks.start(r, k, order)
+            for name in order:
+                event_ms, host_ms = clock.sample(timed[name], k)
+                out[f"{name}_ms"].append(event_ms)
+                out[f"{name}_host_ms"].append(host_ms)
+                hooks.after(name, r, k, order)
+    if switched_on():  # only candidate code could have: it would choose whose window pays
+        out["tampered"] = ["the garbage collector was switched on while timed calls ran"]
+    return {**out, "rounds": rounds, "l2_flush_bytes": clock.flush_bytes}
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[Callable[[], bool]]:
+    """Python's garbage collector off inside, restored after; yields whether something switched
+    it back on meanwhile. A collection costs tens of microseconds and falls where the
+    allocation count crosses its threshold, which in a regular cycle of rounds can be the same
+    side's window every time (a KernelBench model timed against itself read 0.94-0.96x)."""
     was_on = gc.isenabled()
     gc.collect()
     gc.disable()
+    seen: list[bool] = []
     try:
-        out = _rounds(
-            clock,
-            timed,
-            input_sets,
-            budget_s,
-            min_rounds,
-            max_rounds,
-            warmup,
-            warmup_s,
-            rounds,
-            hooks,
-            shuffle,
-            cap_s,
-        )
+        yield lambda: bool(seen and seen[0])
     finally:
-        switched_on = gc.isenabled()
+        seen.append(gc.isenabled())
         if was_on:
             gc.enable()
-    if switched_on:  # only candidate code could have: it would choose whose window pays
-        out["tampered"] = ["the garbage collector was switched on while timed calls ran"]
-    return {**out, "l2_flush_bytes": clock.flush_bytes}
-
-
-def _rounds(
-    clock: Clock,
-    timed: dict[str, Callable[[int], Any]],
-    input_sets: int,
-    budget_s: float,
-    min_rounds: int,
-    max_rounds: int,
-    warmup: int,
-    warmup_s: float,
-    rounds: int | None,
-    hooks: RoundHooks,
-    shuffle: random.Random | None,
-    cap_s: float | None,
-) -> dict[str, Any]:
-    names = list(timed)
-    # Warm-up: at least `warmup` calls each and `warmup_s` seconds, so the GPU's clocks have
-    # risen before the first sample (two workers timed one after the other start level).
-    start, w = time.perf_counter(), 0
-    while w < warmup or time.perf_counter() - start < warmup_s:
-        for name in names:
-            timed[name](w % input_sets)
-            clock.sync()
-            hooks.settle()
-        w += 1
-    if rounds is None:
-        est = []
-        for name in names:
-            for _ in range(2):
-                est.append(clock.sample(timed[name], 0)[0])
-                hooks.settle()
-        per_round_s = len(names) * (
-            (max(est) + clock.hold_ms + 0.05) / 1e3 + clock.flush_bytes / 1e12
-        )
-        rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
-        # The estimate leaves out the hooks and the host's own work: a cap, where one is asked.
-        deadline = time.perf_counter() + (cap_s if cap_s is not None else float("inf"))
-    else:
-        deadline = float("inf")  # a count fixed by the caller is kept
-    out: dict[str, Any] = {f"{n}_{kind}": [] for n in names for kind in ("ms", "host_ms")}
-    for r in range(rounds):
-        if r >= min_rounds and time.perf_counter() > deadline:
-            rounds = r
-            break
-        k = r % input_sets
-        if shuffle is not None:
-            order = shuffle.sample(names, len(names))
-        else:
-            order = names if r % 2 == 0 else names[::-1]
-        hooks.start(r, k, order)
-        for name in order:
-            event_ms, host_ms = clock.sample(timed[name], k)
-            out[f"{name}_ms"].append(event_ms)
-            out[f"{name}_host_ms"].append(host_ms)
-            hooks.after(name, r, k, order)
-    return {**out, "rounds": rounds}
 
 
 def summarize(samples: Sequence[float]) -> KernelTiming:

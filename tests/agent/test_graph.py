@@ -30,11 +30,23 @@ def reply(source: str, launch: dict[str, Any] | None, tags: list[str]) -> str:
     return f"Here it is.\n```cuda\n{source}\n```\n```json\n{json.dumps(meta)}\n```\n"
 
 
-def report(task: CudaTask, verdict: str, speedup: float | None, reason: str = "ok") -> CheckReport:
+def report(
+    task: Any,
+    verdict: str,
+    speedup: float | None,
+    reason: str = "ok",
+    *,
+    ref_ms: float = 0.11,
+    floor_ms: float | None = 0.04,
+    candidate: str = "candidate.cu",
+) -> CheckReport:
+    """A recorded check of a candidate (a CUDA task's by default; any task's by name)."""
     timing = None
     if speedup is not None:
-        ref = KernelTiming(median_ms=0.11, iqr_ms=0.002, min_ms=0.10, max_ms=0.13, samples=100)
-        cand = ref.model_copy(update={"median_ms": 0.11 / speedup})
+        ref = KernelTiming(
+            median_ms=ref_ms, iqr_ms=0.002, min_ms=ref_ms - 0.01, max_ms=ref_ms + 0.02, samples=100
+        )
+        cand = ref.model_copy(update={"median_ms": ref_ms / speedup})
         timing = TimingResult(
             reference=ref,
             candidate=cand,
@@ -43,11 +55,11 @@ def report(task: CudaTask, verdict: str, speedup: float | None, reason: str = "o
             rounds=100,
             input_sets=4,
             l2_flush_bytes=100 << 20,
-            floor_ms=0.04,
+            floor_ms=floor_ms,
         )
     return CheckReport(
         task=task.name,
-        candidate="candidate.cu",
+        candidate=candidate,
         verdict=verdict,  # type: ignore[arg-type]
         reason=reason,
         timing=timing,

@@ -22,8 +22,9 @@ from kernelwright.memory.embeddings import CodeHashEmbedding
 from kernelwright.memory.store import ChromaStore
 from kernelwright.tools.backend import ReplayGpu
 from kernelwright.tools.kernelbench import KernelBenchCandidate, KernelBenchTask
-from kernelwright.tools.results import CheckReport, KernelTiming, TimingResult
+from kernelwright.tools.results import CheckReport
 from kernelwright.tools.task import load_task, reference_candidate
+from tests.agent.test_graph import report as graph_report
 from tests.conftest import EXAMPLES
 
 PROBLEM = EXAMPLES / "kernelbench" / "relu_mlp.py"
@@ -39,24 +40,9 @@ def reply(source: str, tags: list[str], fence: str = "python") -> str:
 
 
 def report(task: KernelBenchTask, verdict: str, speedup: float | None, reason: str = "ok") -> Any:
-    timing = None
-    if speedup is not None:
-        ref = KernelTiming(median_ms=0.08, iqr_ms=0.002, min_ms=0.07, max_ms=0.09, samples=100)
-        timing = TimingResult(
-            reference=ref,
-            candidate=ref.model_copy(update={"median_ms": 0.08 / speedup}),
-            speedup=speedup,
-            speedup_iqr=0.01,
-            rounds=100,
-            input_sets=4,
-            l2_flush_bytes=100 << 20,
-        )
-    return CheckReport(
-        task=task.name,
-        candidate="candidate.py",
-        verdict=verdict,  # type: ignore[arg-type]
-        reason=reason,
-        timing=timing,
+    """A recorded check of a ModelNew: no roofline floor for a KernelBench problem."""
+    return graph_report(
+        task, verdict, speedup, reason, ref_ms=0.08, floor_ms=None, candidate="candidate.py"
     )
 
 

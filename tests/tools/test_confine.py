@@ -8,13 +8,13 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kernelwright.tools.compile import compile_in_sandbox
 from kernelwright.tools.sandbox import Sandbox, WorkerFailure
+from tests.tools.test_sandbox import Payload, payload_writer
 
 CONFINED = """\
 import ctypes, os, socket, subprocess, sys, time
@@ -24,17 +24,10 @@ from kernelwright.tools.protocol import FrameReader, write_message
 job, _ = FrameReader(0).read_message(time.monotonic() + 10)
 """
 
-Payload = Callable[[str], list[str]]
-
 
 @pytest.fixture
 def payload(tmp_path: Path) -> Payload:
-    def make(body: str) -> list[str]:
-        script = tmp_path / f"payload_{len(list(tmp_path.iterdir()))}.py"
-        script.write_text(CONFINED + textwrap.dedent(body))
-        return [sys.executable, str(script)]
-
-    return make
+    return payload_writer(tmp_path, CONFINED)
 
 
 def _confined(header: dict[str, object]) -> None:

@@ -23,14 +23,20 @@ job, _ = FrameReader(0).read_message(time.monotonic() + 10)
 Payload = Callable[[str], list[str]]
 
 
-@pytest.fixture
-def payload(tmp_path: Path) -> Payload:
+def payload_writer(tmp_path: Path, prelude: str) -> Payload:
+    """A worker command: a script of `prelude` and then `body`, in a file of its own."""
+
     def make(body: str) -> list[str]:
         script = tmp_path / f"payload_{len(list(tmp_path.iterdir()))}.py"
-        script.write_text(PRELUDE + textwrap.dedent(body))
+        script.write_text(prelude + textwrap.dedent(body))
         return [sys.executable, str(script)]
 
     return make
+
+
+@pytest.fixture
+def payload(tmp_path: Path) -> Payload:
+    return payload_writer(tmp_path, PRELUDE)
 
 
 def _alive(pid: int) -> bool:
