@@ -68,6 +68,14 @@ def adversarial(
     if list_cases:
         _list(cases, as_json)
         return
+    if not suite.examples_dir().is_dir():  # the cases' tasks are the repository's examples
+        err.print(
+            f"[red]error:[/] the suite's tasks live in {suite.examples_dir()}, which this install "
+            "lacks: run it from a clone (pip install -e .)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     from kernelwright.tools import nvml
 
     nvml.device_info()  # no GPU: one line and exit 2 (the app's entry point prints it)

@@ -136,3 +136,16 @@ def test_eval_adversarial_lists_the_cases_without_a_gpu() -> None:
     assert {r["family"] for r in json.loads(only.output)} == {"harness"}
     none = runner.invoke(app, ["eval", "adversarial", "--only", "no-such-case"])
     assert none.exit_code == 2
+
+
+def test_eval_adversarial_without_the_examples_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from kernelwright.agent.cli import app
+    from kernelwright.evals.adversarial import suite
+
+    monkeypatch.setattr(suite, "examples_dir", lambda: tmp_path / "missing")
+    result = CliRunner().invoke(app, ["eval", "adversarial"])
+    assert result.exit_code == 2
+    assert "which this install lacks: run it from a clone" in result.output
+    assert "Traceback" not in result.output
