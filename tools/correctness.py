@@ -78,6 +78,10 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
     # Large float32 outputs against float32 expectations compare in float32: the difference of
     # two close floats is exact, and it halves the memory traffic of the largest checks.
     work = np.float32 if got.dtype == expected.dtype == np.float32 else np.float64
+    if got.size > LARGE:
+        worst = _within_in_chunks(got.reshape(-1), expected.reshape(-1), work, atol, rtol)
+        if worst is not None:  # the common case; a failure is described by the full pass below
+            return Outcome(True, max_abs_err=worst, max_rel_err=None)
     g = got.astype(work, copy=False)
     e = expected.astype(work, copy=False)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -125,11 +129,43 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
     )
 
 
+# Large outputs are first checked a chunk at a time in buffers that stay in cache: whole-array
+# temporaries of a 256 MB output are fresh pages each time, and faulting them in cost more than
+# the arithmetic (0.15 to 1.9 s per compare of 64M floats, against well under 0.1 s chunked).
+CHUNK = 1 << 20
+LARGE = 4 << 20  # elements: above this, chunks first, and no relative error is reported
+
+
+def _within_in_chunks(
+    g: np.ndarray, e: np.ndarray, work: type, atol: float, rtol: float
+) -> float | None:
+    """The largest absolute error if every element is within tolerance (and every bound
+    finite), else None. Same test as compare's single pass, chunk by chunk."""
+    err: np.ndarray = np.empty(CHUNK, dtype=work)
+    bound: np.ndarray = np.empty(CHUNK, dtype=work)
+    flags = np.empty(CHUNK, dtype=bool)
+    worst = 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for start in range(0, g.size, CHUNK):
+            gs, es = g[start : start + CHUNK], e[start : start + CHUNK]
+            n = gs.size
+            er, bo, fl = err[:n], bound[:n], flags[:n]
+            np.subtract(gs, es, out=er, dtype=work)
+            np.abs(er, out=er)
+            np.abs(es, out=bo, dtype=work)
+            bo *= rtol
+            bo += atol
+            if not np.isfinite(bo, out=fl).all() or not np.less_equal(er, bo, out=fl).all():
+                return None
+            worst = max(worst, float(er.max()))
+    return worst
+
+
 def _max_rel(err: np.ndarray, e: np.ndarray) -> float | None:
     """Largest relative error; None for very large outputs, where it would cost another pass."""
     if err.size == 0:
         return 0.0
-    if err.size > (4 << 20):
+    if err.size > LARGE:
         return None
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         rel = err.astype(np.float64) / np.maximum(

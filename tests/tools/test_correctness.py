@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernelwright.tools.correctness import compare, runs_agree, tolerance, unwritten
+from kernelwright.tools.correctness import (
+    CHUNK,
+    LARGE,
+    compare,
+    runs_agree,
+    tolerance,
+    unwritten,
+)
 
 
 def test_within_tolerance_passes() -> None:
@@ -119,3 +126,45 @@ def test_tolerance_defaults_and_overrides() -> None:
     assert tolerance("int32", None, None) == (0.0, 0.0)
     assert tolerance("float32", 1e-3, None) == (1e-3, 1e-5)
     assert tolerance("float32", None, 0.0) == (1e-5, 0.0)
+
+
+# Outputs above LARGE elements are checked chunk by chunk first; whatever that pass lets
+# through must be exactly what the single pass accepts.
+BIG = LARGE + 3 * CHUNK // 2 + 7  # not a whole number of chunks: the last one is partial
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "words"),
+    [
+        (0, 0.5, "wrong at 1 of"),
+        (BIG - 1, 0.5, "wrong at 1 of"),  # in the partial last chunk
+        (CHUNK, np.nan, "NaN at 1 of"),
+        (LARGE, np.inf, "wrong at 1 of"),
+    ],
+)
+def test_large_outputs_fail_as_the_single_pass_would(where: int, value: float, words: str) -> None:
+    expected = np.linspace(-1, 1, BIG, dtype=np.float32)
+    got = expected.copy()
+    got[where] = value
+    outcome = compare("y", got, expected, atol=1e-5, rtol=1e-5)
+    assert not outcome.ok
+    assert words in outcome.reason and f"[{where}]" in outcome.reason
+
+
+def test_large_outputs_with_infinite_expectations_take_the_careful_pass() -> None:
+    expected = np.linspace(-1, 1, BIG, dtype=np.float32)
+    expected[BIG // 2] = np.inf
+    assert compare("y", expected.copy(), expected, atol=1e-5, rtol=1e-5).ok
+    got = expected.copy()
+    got[BIG // 2] = 1e30
+    assert not compare("y", got, expected, atol=1e-5, rtol=1e-5).ok
+
+
+def test_large_outputs_within_tolerance_report_the_largest_error() -> None:
+    expected = np.linspace(-1, 1, BIG)  # float64, as the reference sends mid-size outputs
+    got = expected.astype(np.float32)
+    got[BIG - 3] += np.float32(4e-6)
+    outcome = compare("y", got, expected, atol=1e-5, rtol=1e-5)
+    assert outcome.ok and outcome.max_rel_err is None
+    worst = np.abs(got.astype(np.float64) - expected).max()
+    assert outcome.max_abs_err == pytest.approx(worst) and worst > 3e-6
