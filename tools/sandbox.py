@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .protocol import FrameReader, FrameTimeout, ProtocolError, write_message
+from .protocol import Frame, FrameReader, FrameTimeout, ProtocolError, write_message
 
 # Variables a worker keeps; everything else (tokens, SSH agents, proxies) is dropped.
 _KEEP = (
@@ -238,7 +238,7 @@ class Sandbox:
             "crashed", f"worker died {phase} ({how})" + (f": {tail}" if tail else "")
         )
 
-    def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[bytes]]:
+    def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[Frame]]:
         """The next message, or WorkerFailure: a hang past the deadline is killed."""
         assert self.reader is not None
         try:

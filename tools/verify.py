@@ -23,6 +23,7 @@ import numpy as np
 from . import correctness, expr, nvml
 from .errors import NoGpuError
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
+from .protocol import Frame
 from .results import (
     CheckReport,
     CheckResult,
@@ -161,7 +162,7 @@ def _describe(sizes: dict[str, int]) -> str:
 
 
 def _expected_arrays(
-    task: CudaTask | KernelBenchTask, trial: Trial, header: dict[str, Any], arrays: list[bytes]
+    task: CudaTask | KernelBenchTask, trial: Trial, header: dict[str, Any], arrays: list[Frame]
 ) -> list[tuple[str, np.ndarray, str]]:
     """(name, expected array, native dtype) for each output, from the reference worker."""
     out = []
@@ -368,9 +369,9 @@ class Verifier:
                     expected[-1],
                     device,
                     plan,
+                    lap,
                     ref_box if isinstance(task, KernelBenchTask) else None,
                 )
-                lap("timing")
                 results.append(post_result)
                 shapes = {tuple(sorted(t.sizes.items())) for t in results}
                 ok = post_result.ok and verdict == ""
@@ -413,7 +414,7 @@ class Verifier:
         self,
         task: CudaTask | KernelBenchTask,
         trial: Trial,
-        ref: tuple[dict[str, Any], list[bytes]],
+        ref: tuple[dict[str, Any], list[Frame]],
         box: Sandbox,
         phase: Phase,
     ) -> TrialResult:
@@ -508,7 +509,7 @@ class Verifier:
 
     def _time_reference(
         self, box: Sandbox, plan: TimingPlan, rounds: int
-    ) -> tuple[dict[str, Any], list[bytes]]:
+    ) -> tuple[dict[str, Any], list[Frame]]:
         """A KernelBench reference's last outputs over the timing's rounds, from its own worker."""
         box.send(
             {
@@ -526,11 +527,14 @@ class Verifier:
         task: CudaTask | KernelBenchTask,
         box: Sandbox,
         post: Trial,
-        post_expected: tuple[dict[str, Any], list[bytes]],
+        post_expected: tuple[dict[str, Any], list[Frame]],
         device: DeviceInfo | None,
         plan: TimingPlan,
+        lap: Callable[[str], None],
         ref_box: Sandbox | None = None,
     ) -> tuple[TimingResult, TrialResult, str]:
+        """The timing rounds, then the post-timing check at the bench size; `lap` marks the
+        end of each phase ("timing", "post-check", and for KernelBench "reference rounds")."""
         command: dict[str, Any] = {
             "cmd": "time",
             "seeds": list(plan.seeds),
@@ -545,9 +549,11 @@ class Verifier:
         header, finals = box.receive(self.options.timing_timeout_s, "timing")
         wall_ms = (time.perf_counter() - sent) * 1e3
         after = nvml.clock_sample()
+        lap("timing")
         _tamper_check(header)
         wrong = timed_output_problem(header.get("timed") or {})
         post_result = self._trial(task, post, post_expected, box, "post-timing")
+        lap("post-check")
         ref_ms, ref_host = _floats(header, "ref_ms"), _floats(header, "ref_host_ms")
         cand_ms, cand_host = _floats(header, "cand_ms"), _floats(header, "cand_host_ms")
         if ref_box is not None and not wrong:
@@ -557,6 +563,7 @@ class Verifier:
             box.kill()
             again, ref_finals = self._time_reference(ref_box, plan, int(header["rounds"]))
             wrong = _finals_problem(header, finals, again, ref_finals)
+            lap("reference rounds")
         if wrong:
             post_result = post_result.model_copy(update={"ok": False, "reason": wrong})
         if len(ref_ms) != len(cand_ms):
@@ -612,7 +619,7 @@ class Verifier:
 
 
 def _finals_problem(
-    header: dict[str, Any], got: list[bytes], ref_header: dict[str, Any], want: list[bytes]
+    header: dict[str, Any], got: list[Frame], ref_header: dict[str, Any], want: list[Frame]
 ) -> str:
     """The candidate's last timed output on each input set against the reference's on the same
     inputs (the same changes applied each round in both workers); "" when they match."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import threading
@@ -112,3 +113,50 @@ def test_array_length_must_match_header(pipe: tuple[int, int]) -> None:
     write_frame(w, b"12345")
     with pytest.raises(ProtocolError, match="does not match"):
         FrameReader(r).read_message(_soon())
+
+
+def test_large_frame_cut_short_is_a_closed_channel() -> None:
+    r, w = os.pipe()
+    reader = FrameReader(r)
+    try:
+
+        def send() -> None:
+            os.write(w, (4 << 20).to_bytes(8, "big"))  # 4 MiB announced: read directly
+            os.write(w, b"x" * 100_000)
+            os.close(w)
+
+        writer = threading.Thread(target=send)
+        writer.start()
+        with pytest.raises(ProtocolError, match="closed"):
+            reader.read_frame(_soon())
+        writer.join()
+        assert reader.closed
+    finally:
+        reader.close()
+        os.close(r)
+
+
+def test_large_frames_arriving_slowly_keep_the_watchdog_running(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    payload = np.random.default_rng(1).integers(0, 255, 3 << 20, dtype=np.uint8)
+    polls: list[float] = []
+
+    def send() -> None:
+        write_frame(w, json.dumps({"type": "outputs", "arrays": [payload.nbytes]}).encode())
+        view = memoryview(payload).cast("B")
+        os.write(w, payload.nbytes.to_bytes(8, "big"))
+        for i in range(0, payload.nbytes, 256 << 10):  # 12 pieces, 40 ms apart
+            os.write(w, view[i : i + (256 << 10)])
+            time.sleep(0.04)
+        write_message(w, {"type": "done"})
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    reader = FrameReader(r)
+    _, arrays = reader.read_message(_soon(), poll=lambda: polls.append(time.monotonic()))
+    assert np.array_equal(np.frombuffer(arrays[0], dtype=np.uint8), payload)
+    assert reader.read_message(_soon()) == ({"type": "done", "arrays": []}, [])  # next intact
+    writer.join()
+    reader.close()
+    assert len(polls) >= 4  # ~0.5 s of arrival: the watchdog ran throughout
+    assert all(b - a >= 0.04 for a, b in itertools.pairwise(polls))  # not per chunk
