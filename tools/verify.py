@@ -578,7 +578,14 @@ class Verifier:
             problems.append(
                 f"timing inconsistent with host clock: {own:.1f} ms of samples in {wall_ms:.1f} ms"
             )
-        ratio, ratio_iqr = speedup(ref_ms, cand_ms)
+        first = header.get("first")
+        if not (
+            isinstance(first, list)
+            and len(first) == len(ref_ms)
+            and all(f in ("ref", "cand") for f in first)
+        ):
+            raise WorkerFailure("crashed", "worker sent no valid order of the timing rounds")
+        ratio, ratio_iqr = speedup(ref_ms, cand_ms, first)
         floor = None
         if isinstance(task, CudaTask) and device is not None:
             rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None

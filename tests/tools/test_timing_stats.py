@@ -51,3 +51,17 @@ def test_roofline_floor() -> None:
     assert roofline_floor_ms(3.35e9, 8e11 * 2, 3350.0, 50.0) == pytest.approx(2.0)  # the larger
     assert roofline_floor_ms(1e9, 1e9, None, None) is None
     assert roofline_floor_ms(None, None, 3350.0, 50.0) is None
+
+
+def test_speedup_balances_the_rounds_each_side_opened() -> None:
+    # The side that opens a round pays 20%: plain per-round ratios form two humps, 1.2 and 1/1.2.
+    ref = [1.2, 1.0, 1.2, 1.0, 1.2, 1.0]
+    cand = [1.0, 1.2, 1.0, 1.2, 1.0, 1.2]
+    first = ["ref", "cand"] * 3
+    ratio, iqr = speedup(ref, cand, first)
+    assert ratio == pytest.approx(1.0) and iqr == pytest.approx(0.0)
+    # a real 2x survives it
+    ratio, _ = speedup([2 * r for r in ref], cand, first)
+    assert ratio == pytest.approx(2.0)
+    # one side opened every round: nothing to balance, the plain median
+    assert speedup(ref, cand, ["ref"] * 6) == speedup(ref, cand)

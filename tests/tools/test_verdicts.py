@@ -9,9 +9,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kernelwright.tools.sandbox import WorkerFailure
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
-from kernelwright.tools.verify import Trial, Verifier, _finals_problem, _poisons, _Reject
+from kernelwright.tools.verify import (
+    TimingPlan,
+    Trial,
+    Verifier,
+    _finals_problem,
+    _poisons,
+    _Reject,
+)
 from tests.conftest import EXAMPLES
 
 N = 1000
@@ -25,6 +33,9 @@ class ReplayBox:
 
     def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[bytes]]:
         return self.messages.pop(0)
+
+    def send(self, header: dict[str, Any]) -> None:
+        pass
 
 
 @pytest.fixture
@@ -168,3 +179,41 @@ def test_last_timed_outputs_against_the_references() -> None:
     assert _finals_problem({"problem": "forward() returned X"}, [], ref_header, ref_arrays) == (
         "during timing: forward() returned X"
     )
+
+
+def _timing_header(rounds: int, speed: float, opening: float) -> dict[str, Any]:
+    """Recorded samples of `rounds` rounds, reference and candidate opening them in turn, the
+    candidate `speed` times faster, the call that opens a round `opening` times slower."""
+    rng = np.random.default_rng(3)
+    first = ["ref" if r % 2 == 0 else "cand" for r in range(rounds)]
+    base = {"ref": 0.1, "cand": 0.1 / speed}
+    head: dict[str, Any] = {"type": "timing", "rounds": rounds, "first": first}
+    for side in ("ref", "cand"):
+        ms = [
+            base[side] * (opening if f == side else 1.0) * float(rng.lognormal(0.0, 0.04))
+            for f in first
+        ]
+        head[f"{side}_ms"], head[f"{side}_host_ms"] = ms, [m + 0.05 for m in ms]
+    return head
+
+
+def _time_with(setup: Any, header: dict[str, Any]) -> Any:
+    task, trial, y, ref = setup
+    post = Trial(trial.sizes, seed=8, poisons=_poisons(random.Random(2), 1))
+    box = ReplayBox([(header, []), _outputs(y)])
+    return Verifier()._time(task, box, post, ref, None, TimingPlan.new(2), lambda _: None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("speed", [1.0, 2.0])
+def test_what_opening_a_round_costs_cancels_out_of_the_speedup(setup: Any, speed: float) -> None:
+    timing, post, _ = _time_with(setup, _timing_header(400, speed, opening=1.13))
+    assert post.ok
+    assert timing.speedup == pytest.approx(speed, rel=0.01)
+    assert timing.speedup_iqr < 0.1 * speed  # the spread net of the order, not the two humps
+
+
+def test_a_timing_header_without_the_order_of_its_rounds_is_a_broken_worker(setup: Any) -> None:
+    header = _timing_header(40, 1.0, opening=1.0)
+    for bad in (None, header["first"][:-1], ["ref"] * 39 + ["other"]):
+        with pytest.raises(WorkerFailure, match="no valid order of the timing rounds"):
+            _time_with(setup, {**header, "first": bad})
