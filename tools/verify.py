@@ -578,14 +578,7 @@ class Verifier:
             problems.append(
                 f"timing inconsistent with host clock: {own:.1f} ms of samples in {wall_ms:.1f} ms"
             )
-        first = header.get("first")
-        if not (
-            isinstance(first, list)
-            and len(first) == len(ref_ms)
-            and all(f in ("ref", "cand") for f in first)
-        ):
-            raise WorkerFailure("crashed", "worker sent no valid order of the timing rounds")
-        ratio, ratio_iqr = speedup(ref_ms, cand_ms, first)
+        ratio, ratio_iqr = speedup(ref_ms, cand_ms, _order(header, len(ref_ms)))
         floor = None
         if isinstance(task, CudaTask) and device is not None:
             rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None
@@ -654,6 +647,18 @@ def _finals_problem(
 
 def _article(reference: str) -> str:
     return "the " if reference.endswith(("reference", "kernel")) else ""
+
+
+def _order(header: dict[str, Any], rounds: int) -> list[str]:
+    """Which side opened each timing round."""
+    first = header.get("first")
+    if not (
+        isinstance(first, list)
+        and len(first) == rounds
+        and all(f in ("ref", "cand") for f in first)
+    ):
+        raise WorkerFailure("crashed", "worker sent no valid order of the timing rounds")
+    return first
 
 
 def _floats(header: dict[str, Any], key: str) -> list[float]:
