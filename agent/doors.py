@@ -127,7 +127,7 @@ def check(machine: Machine, task: Task, candidate: Candidate) -> CheckReport:
     if isinstance(task, CudaTask) and isinstance(candidate, CudaCandidate):
         from kernelwright.tools.compile import compile_in_sandbox
 
-        compiled = compile_in_sandbox(
+        compiled, _ = compile_in_sandbox(
             candidate.source, task.entry, machine.arch, machine.settings.compile_backend
         )
         if not compiled.ok:

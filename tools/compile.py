@@ -6,6 +6,7 @@ sandboxed worker calls these; a compile that crashes or hangs takes only the wor
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -87,14 +88,16 @@ def include_problem(source: str) -> str:
     return ""
 
 
+@functools.cache
 def cuda_include_dir() -> str | None:
+    """The CUDA headers' directory, resolved once (the compile worker narrows its view to it)."""
     candidates = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
     nvcc = shutil.which("nvcc")
     if nvcc:
         candidates.append(str(Path(nvcc).resolve().parent.parent))
     for root in candidates:
         if root and (Path(root) / "include" / "cuda_fp16.h").is_file():
-            return str(Path(root) / "include")
+            return os.path.realpath(Path(root) / "include")
     return None
 
 
@@ -155,10 +158,15 @@ def compile_nvrtc(
     arch: str,
     filename: str = "kernel.cu",
     extra_options: tuple[str, ...] = (),
+    screen: bool = True,
 ) -> tuple[CompileResult, bytes | None]:
-    """NVRTC straight to a cubin for `arch` ("sm_90"), with ptxas's resource report."""
+    """NVRTC straight to a cubin for `arch` ("sm_90"), with ptxas's resource report.
+
+    `screen`: refuse includes by reading the source (include_problem), for where the compiler
+    can see the host's files; the compile worker, which can open only the CUDA headers, does
+    not need it."""
     start = time.perf_counter()
-    problem = include_problem(source)
+    problem = include_problem(source) if screen else ""
     if problem:
         return _result(False, "nvrtc", arch, start, f"{filename}: error: {problem}", entry), None
     from cupy_backends.cuda.libs import nvrtc  # imported here: CuPy is heavy and optional on CPU
@@ -187,18 +195,29 @@ def compile_nvcc(
     filename: str = "kernel.cu",
     extra_options: tuple[str, ...] = (),
     timeout_s: float = 120.0,
+    screen: bool = True,
 ) -> tuple[CompileResult, bytes | None]:
-    """nvcc to a cubin for `arch`, the second backend (and the one CI has without a GPU)."""
+    """nvcc to a cubin for `arch`, the second backend (and the one CI has without a GPU).
+
+    nvcc runs the host's preprocessor, so it sees the host's headers: which files a candidate
+    includes is decided first by what the preprocessor opened (`nvcc -M`), and a source that
+    opens anything but the CUDA and C++ headers is refused with its log unread."""
     start = time.perf_counter()
-    problem = include_problem(source)
-    if problem:
-        return _result(False, "nvcc", arch, start, f"{filename}: error: {problem}", entry), None
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return _result(False, "nvcc", arch, start, "nvcc not found on PATH", entry), None
     with tempfile.TemporaryDirectory(prefix="kw-nvcc-") as tmp:
         src, out = Path(tmp) / Path(filename).name, Path(tmp) / "kernel.cubin"
         src.write_text(source)
+        opened = _opened(nvcc, arch, src, tmp, timeout_s)
+        outside = [f for f in opened or [] if not _system_header(f, nvcc) and f != str(src)]
+        if opened is None or outside:
+            why = (
+                f"#include of {outside[0]}: only CUDA and C++ headers may be included"
+                if outside
+                else "the preprocessor failed (an #include that cannot be found?)"
+            )
+            return _result(False, "nvcc", arch, start, f"{filename}: error: {why}", entry), None
         cmd = [
             nvcc,
             "-cubin",
@@ -223,28 +242,57 @@ def compile_nvcc(
         return _result(True, "nvcc", arch, start, log, entry), out.read_bytes()
 
 
+def _opened(nvcc: str, arch: str, src: Path, tmp: str, timeout_s: float) -> list[str] | None:
+    """The files the preprocessor opened for `src` (its -M output), or None if it failed."""
+    cmd = [nvcc, "-M", f"-arch={arch}", "--std=c++17", str(src)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        return None  # its messages may quote what it opened: never shown
+    body = proc.stdout.replace("\\\n", " ")
+    deps = body.split(":", 1)[1].split() if ":" in body else []
+    return [os.path.realpath(d) for d in deps]
+
+
+def _system_header(path: str, nvcc: str) -> bool:
+    roots = [os.path.realpath(Path(nvcc).parent.parent), "/usr/include", "/usr/lib/gcc"]
+    include = cuda_include_dir()
+    roots += [include] if include else []
+    return any(path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
 def compile_kernel(
-    backend: str, source: str, entry: str, arch: str, filename: str = "kernel.cu"
+    backend: str,
+    source: str,
+    entry: str,
+    arch: str,
+    filename: str = "kernel.cu",
+    screen: bool = True,
 ) -> tuple[CompileResult, bytes | None]:
     if backend == "nvcc":
         return compile_nvcc(source, entry, arch, filename)
-    return compile_nvrtc(source, entry, arch, filename)
+    return compile_nvrtc(source, entry, arch, filename, screen=screen)
 
 
 def compile_in_sandbox(
     source: str, entry: str, arch: str, backend: str = "nvrtc", timeout_s: float = 60.0
-) -> CompileResult:
-    """Compile in a worker process: a compiler that crashes or hangs takes only the worker."""
-    from .sandbox import Sandbox, WorkerFailure
+) -> tuple[CompileResult, bytes | None]:
+    """Compile in the compile worker: it can open only the CUDA headers, and a compiler that
+    crashes or hangs takes only it."""
+    from .protocol import Expect
+    from .sandbox import Sandbox, WorkerFailure, cap
 
     start = time.perf_counter()
-    box = Sandbox(
-        "compile", command=[sys.executable, "-m", "kernelwright.tools.worker", "--compile-only"]
-    )
+    command = [sys.executable, "-m", "kernelwright.tools.worker", "--compile-only", backend]
+    box = Sandbox("compile", command=command)
     try:
         with box:
             box.send({"source": source, "entry": entry, "arch": arch, "backend": backend})
-            header, _ = box.receive(timeout_s, "compiling")
-            return CompileResult.model_validate(header["result"])
+            header, arrays = box.receive(timeout_s, "compiling", Expect(count=1, total=64 << 20))
+            result = dict(header["result"])
+            result["log"] = cap(str(result.get("log", "")), 8000)
+            return CompileResult.model_validate(result), bytes(arrays[0]) if arrays else None
     except WorkerFailure as failure:
-        return _result(False, backend, arch, start, f"compiler: {failure.reason}", entry)
+        return _result(False, backend, arch, start, f"compiler: {failure.reason}", entry), None

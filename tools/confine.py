@@ -1,6 +1,7 @@
 """Confine a worker before it runs anything of a candidate's: its own mount, PID and network
-namespaces, every file system read-only except its scratch directory (and the harness's kernel
-cache), a private /proc and a /dev with only the GPU and the null devices, and no capabilities.
+namespaces, a root that holds only the software it runs on, read-only (view.py), a scratch
+directory that is a size-capped tmpfs (and the harness's kernel cache, where asked), a private
+/proc and a /dev with only the GPU and the null devices, and no capabilities.
 
 Called first thing in the worker, while it has one thread and no CUDA context. It forks: the
 parent stays outside as a shim that only waits, the child goes on as PID 1 of the new
@@ -15,29 +16,17 @@ import contextlib
 import ctypes
 import errno
 import os
-import re
 import resource
 import select
 import signal
-import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from . import mounts, view
 
 NEWNS, NEWUSER, NEWPID, NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
-RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT = 1, 2, 4, 8, 32
-NOATIME, NODIRATIME, BIND, REC, PRIVATE = 1 << 10, 1 << 11, 1 << 12, 1 << 14, 1 << 18
-RELATIME, STRICTATIME = 1 << 21, 1 << 24
-_KEPT_FLAGS = {
-    "nosuid": NOSUID,
-    "nodev": NODEV,
-    "noexec": NOEXEC,
-    "noatime": NOATIME,
-    "nodiratime": NODIRATIME,
-    "relatime": RELATIME,
-    "strictatime": STRICTATIME,
-}
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+SCRATCH_BYTES = 2 << 30  # what a worker may write in all (its scratch is a tmpfs this size)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -53,24 +42,20 @@ class _CapData(ctypes.Structure):
     )
 
 
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
-    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-    _check(
-        _libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data or None)),
-        f"mount {target}",
-    )
-
-
-def confine(writable: Sequence[str]) -> list[str]:
+def confine(
+    writable: Sequence[str],
+    scratch_bytes: int = SCRATCH_BYTES,
+    prepare: Callable[[], None] | None = None,
+    narrow: Sequence[str] | None = None,
+    readable: Sequence[str] = (),
+) -> list[str]:
     """Confine this process (see the module's docstring); returns notes for the worker's log.
 
-    Returns in the confined child only; the shim parent never returns.
+    `writable[0]` is the scratch directory (the working directory); `readable` are shown
+    read-only besides the software (a shared cache to copy from). `prepare` runs inside the
+    view before capabilities go; `narrow`, if given, then shrinks the view to those paths (the
+    compile worker: the CUDA headers, once its compiler is loaded). Returns in the confined
+    child only; the shim parent never returns.
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     uid, gid = os.getuid(), os.getgid()
@@ -78,6 +63,8 @@ def confine(writable: Sequence[str]) -> list[str]:
     if _libc.unshare(flags) != 0:
         why = os.strerror(ctypes.get_errno())
         isolated = _libc.unshare(NEWNET) == 0
+        if prepare is not None:
+            prepare()
         return [f"confinement unavailable ({why})"] + (["network: isolated"] if isolated else [])
     if flags & NEWUSER:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1")):
@@ -87,12 +74,42 @@ def confine(writable: Sequence[str]) -> list[str]:
             f.write(f"{gid} {gid} 1")
     _fork_shim()
     notes = ["network: isolated", "processes: own PID namespace"]
+    scratch = os.path.realpath(writable[0])
+    mounts.mount(None, "/", None, mounts.REC | mounts.PRIVATE)
     try:
-        notes.append(_file_system([os.path.realpath(p) for p in writable if p]))
+        paths = [*view.worker_paths(), *readable]
+        _enter_view(paths, writable, scratch, scratch_bytes, ".root")
+        notes.append(
+            f"file system: only the software it runs on, read-only; scratch a "
+            f"{scratch_bytes >> 20} MiB tmpfs"
+        )
     except OSError as exc:
-        notes.append(f"file system not confined: {exc}")
+        notes.append(f"no view of its own ({exc}): " + _read_only_host([scratch, *writable[1:]]))
+    if prepare is not None:
+        prepare()
+    if narrow is not None:
+        try:
+            _enter_view(narrow, [scratch], scratch, None, ".narrow")
+            notes.append("file system: narrowed to " + ", ".join(narrow))
+        except OSError as exc:
+            notes.append(f"view not narrowed ({exc})")
     _drop_capabilities()
     return notes
+
+
+def _enter_view(
+    paths: Sequence[str],
+    writable: Sequence[str],
+    scratch: str,
+    scratch_bytes: int | None,
+    name: str,
+) -> None:
+    root = os.path.join(scratch, name)
+    os.makedirs(root, exist_ok=True)
+    mounts.mount("tmpfs", root, "tmpfs", mounts.NOSUID | mounts.NODEV, "size=4m,mode=755")
+    view.build(root, paths, writable[1:], scratch, scratch_bytes, system=name != ".narrow")
+    view.enter(root, [scratch, *writable[1:]])
+    os.chdir(scratch)
 
 
 def _fork_shim() -> None:
@@ -119,73 +136,35 @@ def _fork_shim() -> None:
     os.close(alive_r)
 
 
-def _file_system(writable: list[str]) -> str:
-    _mount(None, "/", None, REC | PRIVATE)
+def _read_only_host(writable: list[str]) -> str:
+    """The fallback: the host's tree stays visible, every file system read-only but scratch."""
     cwd = os.getcwd()
     for path in writable:
         os.makedirs(path, exist_ok=True)
-        _mount(path, path, None, BIND | REC)
+        mounts.mount(path, path, None, mounts.BIND | mounts.REC)
     os.chdir(cwd)  # onto the writable bind mount, not the directory beneath it
-    old_dev = os.open("/dev", os.O_PATH | os.O_DIRECTORY)
-    try:
-        _mount("proc", "/proc", "proc", NOSUID | NODEV | NOEXEC)
-        _minimal_dev(old_dev)
-    finally:
-        os.close(old_dev)
+    mounts.mount("proc", "/proc", "proc", mounts.NOSUID | mounts.NODEV | mounts.NOEXEC)
+    mounts.minimal_dev()
     if not any(p == "/run" or p.startswith("/run/") for p in [*writable, *sys.path]):
-        _mount("tmpfs", "/run", "tmpfs", RDONLY | NOSUID | NODEV | NOEXEC, "size=4k,mode=755")
+        mounts.mount(
+            "tmpfs",
+            "/run",
+            "tmpfs",
+            mounts.RDONLY | mounts.NOSUID | mounts.NODEV | mounts.NOEXEC,
+            "size=4k,mode=755",
+        )
     failed = 0
-    for mount_point, options in _mounts():
+    for mount_point, options in mounts.rw_mounts():
         inside = any(mount_point == p or mount_point.startswith(p + "/") for p in writable)
         if inside or mount_point == "/dev/shm" or mount_point.startswith("/proc"):
             continue
-        kept = sum(_KEPT_FLAGS.get(o, 0) for o in options)
         try:
-            _mount(None, mount_point, None, BIND | REMOUNT | RDONLY | kept)
+            mounts.remount_read_only(mount_point, options)
         except OSError as exc:
             failed += exc.errno != errno.ENOENT  # hidden under /dev or /run: out of reach anyway
-    return "file system: read-only but for scratch" + (
+    return "every file system read-only but scratch" + (
         f" ({failed} mounts could not be made read-only)" if failed else ""
     )
-
-
-def _minimal_dev(old_dev: int) -> None:
-    """A fresh /dev holding the null devices and the NVIDIA ones, bound from the real /dev."""
-    names = [
-        n for n in os.listdir(f"/proc/self/fd/{old_dev}") if n in DEVICES or n.startswith("nvidia")
-    ]
-    _mount("tmpfs", "/dev", "tmpfs", NOSUID | NOEXEC, "size=64k,mode=755")
-    for name in names:
-        source, target = f"/proc/self/fd/{old_dev}/{name}", f"/dev/{name}"
-        mode = os.stat(source).st_mode
-        if stat.S_ISDIR(mode):
-            os.mkdir(target)
-            _mount(source, target, None, BIND | REC)
-        elif stat.S_ISCHR(mode):
-            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
-            _mount(source, target, None, BIND)
-    for link, to in (
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ):
-        os.symlink(to, f"/dev/{link}")
-    os.mkdir("/dev/shm")
-    _mount("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, "size=64m,mode=1777")
-
-
-def _mounts() -> list[tuple[str, list[str]]]:
-    """(mount point, per-mount options) of this namespace, from /proc/self/mountinfo."""
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # \040: space
-            options = fields[5].split(",")
-            if "ro" not in options:
-                out.append((point, options))
-    return out
 
 
 def _drop_capabilities() -> None:

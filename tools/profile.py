@@ -31,11 +31,20 @@ def profile(
             available=False,
             reason="profiling unavailable: ncu not found on PATH (install Nsight Compute)",
         )
+    from .compile import compile_in_sandbox
+    from .nvml import device_info
+
+    compiled, cubin = compile_in_sandbox(candidate.source, task.entry, device_info().arch, backend)
+    if cubin is None:
+        return ProfileResult(
+            available=False, reason=f"profiling unavailable: {compiled.first_error}"
+        )
     box = Sandbox("profile", channel=False)
     log, job_file = box.scratch / "ncu.csv", box.scratch / "job.json"
+    job_file.with_suffix(".cubin").write_bytes(cubin)  # built where only CUDA headers exist
     # ncu talks to its library inside the worker over local sockets: no private network here.
     job = {
-        "role": "profile",
+        "role": "once",
         "task": task.model_dump(),
         "trials": [],
         "backend": backend,

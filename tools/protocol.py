@@ -1,7 +1,31 @@
 """Frames between the controller and a worker: an 8-byte length, then JSON or raw bytes.
 
 Nothing a worker sends is unpickled or evaluated: headers are JSON, arrays are raw bytes whose
-dtype and shape the controller already knows, and every frame's size is capped.
+dtype and shape the controller already knows, and every size is checked before it is read: a
+header's own length, then the number and sizes of the arrays it announces (`Expect`).
+
+The conversation, in order (controller: C; reference worker: R; candidate worker: W; the
+compile worker for a CUDA task's candidate: K). Every message may instead be
+{"type": "error", "error": text}, which ends that worker.
+
+  R, W, on start   -> {"type": "device", pci_bus_id, cc, sm_count, l2_bytes, notes}
+                      (a spare waits here, CUDA up, its imports and harness kernels warm)
+  C -> K           <- {"source", "entry", "arch", "backend"}
+  K -> C           -> {"type": "compiled", "result": CompileResult} + [cubin] when it built
+  C -> R, W        <- job: {"role", "task", "trials": [{sizes, seed, poisons, inits}],
+                      "files": {name: text}, "candidate", "backend", "limits"} (+ W's cubin)
+  W (KernelBench)  -> {"type": "compiled", "result": CompileResult}: the module imported
+  R, per trial     -> {"type": "expected", "trial", "checksums", "dtypes" | "meta"+"native",
+                      "reference"} + one array per output
+  W, per trial run -> {"type": "outputs", "trial", "run", "checksums", "guards" | "meta",
+                      "problem"?} + one array per output (sizes known from R's: Expect)
+  C -> R, W        <- {"cmd": "warmup", "calls", "seconds"} -> {"type": "warm"}
+  C -> R, W        <- {"cmd": "round", "round": [seed, sign0, sign1], "probe"} one round a
+                      message, in batches in turn (W is paused while R's batch runs)
+                   -> {"type": "round", "quiet_us"?, "settled_us"?, "result": {ms, host_ms,
+                      inputs, inputs_after, unwritten, guards, sketch, meta, problem?}}
+  C -> W           <- {"cmd": "post", "trial"} -> outputs as for a trial, at the bench size
+  C -> R, W        <- {"cmd": "done"} -> {"type": "done"}
 """
 
 from __future__ import annotations
@@ -12,14 +36,52 @@ import selectors
 import struct
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 MAX_FRAME_BYTES = 4 << 30
+MAX_HEADER_BYTES = 4 << 20  # a header is JSON: a few KiB, a batch of rounds a few hundred
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the next message may announce, checked on its header before any array is read:
+    exactly `sizes` (bytes per array), or at most `count` arrays of at most `total` bytes."""
+
+    sizes: tuple[int, ...] | None = None
+    count: int = 64
+    total: int = MAX_FRAME_BYTES
+
+    def problem(self, announced: list[Any]) -> str:
+        if not all(type(n) is int and n >= 0 for n in announced):
+            return "array sizes are not counts of bytes"
+        if self.sizes is not None and tuple(announced) != self.sizes:
+            return (
+                f"announced {len(announced)} arrays of {sum(announced):,} bytes, expected "
+                f"{len(self.sizes)} of {sum(self.sizes):,}"
+            )
+        if len(announced) > self.count or sum(announced) > self.total:
+            return (
+                f"announced {len(announced)} arrays of {sum(announced):,} bytes, at most "
+                f"{self.count} of {self.total:,} expected"
+            )
+        return ""
+
+
+ANY = Expect()
 _os_write = os.write  # bound at import: a candidate rebinding os.write later does not reach it
 
 
 class ProtocolError(Exception):
     """The peer broke the protocol: closed early, sent garbage or an oversized frame."""
+
+
+class Unexpected(ProtocolError):
+    """A message announced other arrays than expected: refused unread, its header kept."""
+
+    def __init__(self, problem: str, header: dict[str, Any]) -> None:
+        super().__init__(problem)
+        self.header = header
 
 
 class FrameTimeout(Exception):
@@ -66,6 +128,7 @@ class FrameReader:
         self.selector = selectors.DefaultSelector()
         self.selector.register(fd, selectors.EVENT_READ)
         self._polled = 0.0
+        self.spin_s = 0.0  # how long to poll without sleeping before blocking (timing rounds)
 
     def _wait(self, deadline: float, poll: Any) -> bool:
         """Whether the pipe has data, within the deadline; runs the watchdog now and then."""
@@ -75,7 +138,12 @@ class FrameReader:
         left = deadline - now
         if left <= 0:
             raise FrameTimeout()
-        ready = bool(self.selector.select(timeout=min(left, 0.1)))
+        ready = False
+        if self.spin_s:  # a worker's reply is due in microseconds: no scheduler wake-up's jitter
+            until = now + min(self.spin_s, left)
+            while not ready and time.monotonic() < until:
+                ready = bool(self.selector.select(timeout=0))
+        ready = ready or bool(self.selector.select(timeout=min(left, 0.1)))
         if poll is not None and (not ready or now - self._polled >= POLL_S):
             self._polled = now
             poll()
@@ -89,11 +157,11 @@ class FrameReader:
                     self.closed = True
                 self.buf += chunk
 
-    def read_frame(self, deadline: float, poll: Any = None) -> Frame:
+    def read_frame(self, deadline: float, poll: Any = None, limit: int | None = None) -> Frame:
         self._fill(8, deadline, poll)
         (size,) = struct.unpack(">Q", self.buf[:8])
-        if size > self.max_frame:
-            raise ProtocolError(f"frame of {size} bytes exceeds the limit")
+        if size > min(self.max_frame, limit if limit is not None else self.max_frame):
+            raise ProtocolError(f"frame of {size:,} bytes exceeds the limit")
         if size < DIRECT_BYTES or len(self.buf) >= 8 + size:
             self._fill(8 + size, deadline, poll)
             frame = bytes(self.buf[8 : 8 + size])
@@ -117,14 +185,22 @@ class FrameReader:
                 rest = rest[n:]
         return out
 
-    def read_message(self, deadline: float, poll: Any = None) -> tuple[dict[str, Any], list[Frame]]:
-        raw = self.read_frame(deadline, poll)
+    def read_message(
+        self, deadline: float, poll: Any = None, expect: Expect = ANY
+    ) -> tuple[dict[str, Any], list[Frame]]:
+        raw = self.read_frame(deadline, poll, MAX_HEADER_BYTES)
         try:
             header = json.loads(bytes(raw))
         except ValueError:
             raise ProtocolError("header is not JSON") from None
         if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
             raise ProtocolError("header is not a JSON object")
+        announced = header.get("arrays", [])
+        if header.get("type") == "error":
+            if announced:
+                raise ProtocolError("an error message announced arrays")
+        elif problem := expect.problem(announced):
+            raise Unexpected(problem, header)
         arrays = []
         for expected in header.get("arrays", []):
             frame = self.read_frame(deadline, poll)

@@ -42,6 +42,7 @@ class TrialResult(Result):
     reason: str = ""
     max_abs_err: float | None = None
     max_rel_err: float | None = None
+    inits: dict[str, str] = {}  # inputs drawn from a wider distribution than usual here
 
 
 class CheckResult(Result):
@@ -72,12 +73,16 @@ class ClockSample(Result):
 class TimingResult(Result):
     reference: KernelTiming
     candidate: KernelTiming
-    speedup: float  # median of per-round ratios reference / candidate
+    speedup: float  # median of per-round ratios reference / candidate, on the same inputs
     speedup_iqr: float
     rounds: int
-    input_sets: int
+    input_sets: int  # distinct inputs timed: every round's are fresh
     l2_flush_bytes: int
     floor_ms: float | None = None  # roofline: least possible time at the bench size
+    # per call, how much longer the candidate's worker kept the controller waiting than its
+    # samples explain, beyond the reference's worker (verdicts.py)
+    unexplained_us: float | None = None
+    charged_us: float = 0.0  # of it, added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None
     clocks_after: ClockSample | None = None
     notes: tuple[str, ...] = ()
@@ -111,6 +116,17 @@ class DeviceInfo(Result):
 Verdict = Literal["correct", "wrong", "compile_error", "crashed", "timeout", "implausible", "error"]
 
 
+class SanitizeResult(Result):
+    """compute-sanitizer's tools over one launch (or one forward) at a small size."""
+
+    available: bool
+    ok: bool = True  # no tool found anything
+    reason: str = ""  # the first finding, or why the sanitizer could not run
+    errors: dict[str, int] = {}  # tool: errors reported
+    findings: tuple[str, ...] = ()  # the first lines of what each tool reported
+    sizes: dict[str, int] = {}
+
+
 class CheckReport(Result):
     """Everything `kernelwright check` learns about one candidate."""
 
@@ -122,6 +138,7 @@ class CheckReport(Result):
     check: CheckResult | None = None
     timing: TimingResult | None = None
     profile: ProfileResult | None = None
+    sanitizer: SanitizeResult | None = None
     device: DeviceInfo | None = None
     wall_ms: float = 0.0
     phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...

@@ -1,187 +1,144 @@
-"""Between timed calls, never inside a timed window: fresh input contents every round, the
-candidate's outputs poisoned before each call and checked after it, and the reference's
-outputs hidden from the candidate. Runs in the worker.
+"""The timing rounds as a worker runs them: the same code in the reference's worker and the
+candidate's, so both do the same harness work around their one timed call.
 
-Fresh contents defeat results cached by pointer or by content (a few elements of each input
-change every round, copied from elsewhere in the same input so their distribution holds);
-the poison catches a kernel that skips work once it is being timed; the comparison catches
-one that computes something cheaper.
+A round, for one seed from the controller: fresh inputs in fresh buffers (never seen before by
+anyone), their checksums, poisoned outputs (CUDA tasks), the L2 flush, one timed call, the
+outputs' unwritten elements and the inputs' checksums again, and a sketch of every output with
+the round's sign seeds (sketch.py). Nothing survives a round: no input can be recognised, no
+output reused. The controller, which alone sees both workers' rounds, judges them (judge.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
 from typing import Any
 
 import numpy as np
 
-from .correctness import UINT, poison_bits, tolerance
-from .timing import RoundHooks
-
-PERTURBED = 64  # elements of each input changed per round
+from .correctness import UINT, poison_bits
+from .sketch import sketch
 
 
-def positions(seed: int, r: int, index: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where round r copies elements to and from in input `index`: the same in every worker."""
-    rng = np.random.default_rng([seed, r, index])
-    m = min(PERTURBED, n)
-    # Distinct targets: a scatter with repeated targets keeps an arbitrary one of the values,
-    # which could differ between the reference's worker and the candidate's.
-    return rng.choice(n, m, replace=False), rng.integers(0, n, m)
+class CudaRounds:
+    """Rounds of a CUDA task's kernel (the reference's or the candidate's) at the bench size."""
 
+    def __init__(self, task: Any, runner: Any, clock: Any, poison: int) -> None:
+        self.task, self.runner, self.clock, self.poison = task, runner, clock, poison
+        self.bench = task.bench
 
-def perturb_cupy(arrays: Sequence[Any], seed: int, r: int) -> None:
-    import cupy
+    def start(self, seed: int) -> None:
+        """Nothing to build: the kernel is loaded."""
 
-    for i, a in enumerate(arrays):
-        flat = a.reshape(-1)
-        dst, src = positions(seed, r, i, flat.size)
-        flat[cupy.asarray(dst)] = flat[cupy.asarray(src)]
+    def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
+        from .runners import broken_guards, checksum, release_guards
 
-
-def perturb_torch(inputs: Sequence[Any], seed: int, r: int) -> None:
-    import torch
-
-    with torch.no_grad():
-        for i, t in enumerate(inputs):
-            if not isinstance(t, torch.Tensor) or t.numel() == 0 or not t.is_contiguous():
-                continue
-            flat = t.view(-1)
-            dst, src = positions(seed, r, i, flat.numel())
-            flat[torch.from_numpy(dst).to(t.device)] = flat[torch.from_numpy(src).to(t.device)]
-
-
-# Counting runs on the GPU, between timed calls, for every call: an elementwise kernel over
-# the whole output, the lanes of a warp adding their count with one atomic. A ReductionKernel
-# to one value took 14 ms per call on a 16M-element output on the H200 (0.085 ms this way),
-# which made a check's timing rounds take seconds. Each count lands in tally[0]; kw_tally then
-# folds it into the totals (tally[1]: elements, tally[2]: calls with any) and clears it, so
-# nothing is read back until the report.
-_COUNT = r"""
-bool bad = %s;
-unsigned int lanes = __activemask();
-unsigned int hits = __ballot_sync(lanes, bad);
-if (hits != 0u && (threadIdx.x & 31u) == (unsigned int)(__ffs(lanes) - 1))
-    atomicAdd((unsigned long long*)&tally[0], (unsigned long long)__popc(hits));
-"""
-_TALLY_SRC = r"""
-extern "C" __global__ void kw_tally(unsigned long long* t) {
-    if (t[0] != 0ull) { t[1] += t[0]; t[2] += 1ull; t[0] = 0ull; }
-}
-"""
-_KERNELS: dict[str, Any] = {}
-
-
-def _kernels() -> dict[str, Any]:
-    """The counting kernels, built once per process (CuPy loads them from its cache)."""
-    if not _KERNELS:
-        import cupy
-
-        _KERNELS["poisoned"] = cupy.ElementwiseKernel(
-            "T a, T bits", "raw uint64 tally", _COUNT % "a == bits", "kw_timed_poisoned"
-        )
-        _KERNELS["mismatched"] = cupy.ElementwiseKernel(
-            "T c, T r, float64 atol, float64 rtol",
-            "raw uint64 tally",
-            _COUNT % "!(c == r || fabs((double)c - (double)r) <= atol + rtol * fabs((double)r))",
-            "kw_timed_mismatched",
-        )
-        _KERNELS["tally"] = cupy.RawKernel(_TALLY_SRC, "kw_tally")
-    return _KERNELS
-
-
-def count_poisoned(a: Any, bits: Any, tally: Any) -> None:
-    """Add to `tally` (see _COUNT) the elements of `a` whose bits are still `bits`."""
-    k = _kernels()
-    k["poisoned"](a, bits, tally)
-    k["tally"]((1,), (1,), (tally,))
-
-
-def count_mismatched(cand: Any, ref: Any, atol: Any, rtol: Any, tally: Any) -> None:
-    """Add to `tally` (see _COUNT) the elements of `cand` that differ from `ref` beyond the
-    tolerance; NaN never matches."""
-    k = _kernels()
-    k["mismatched"](cand, ref, atol, rtol, tally)
-    k["tally"]((1,), (1,), (tally,))
-
-
-class CudaTimedChecks(RoundHooks):
-    """The hooks for a CUDA task's timing rounds (reference "ref", candidate "cand").
-
-    `pristine[k]` holds input set k (role in and inout); `sides["ref"][k]` and
-    `sides["cand"][k]` are the arrays each kernel is bound to: the same `in` arrays, their own
-    copies of `inout` ones, their own outputs.
-    """
-
-    def __init__(
-        self,
-        task: Any,
-        pristine: list[dict[str, Any]],
-        sides: dict[str, list[dict[str, Any]]],
-        poison: int,
-        seed: int,
-    ) -> None:
-        import cupy
-
-        self.pristine, self.sides, self.poison, self.seed = pristine, sides, poison, seed
-        self.inputs = [a.name for a in task.args if a.role in ("in", "inout")]
-        self.inouts = [a.name for a in task.args if a.role == "inout"]
-        self.outs = [a.name for a in task.args if a.role == "out"]
-        self.tol = {}
-        for a in task.args:
-            if a.role in ("out", "inout"):
-                atol, rtol = tolerance(a.dtype, task.atol, task.rtol)
-                self.tol[a.name] = (np.float64(2.1 * atol), np.float64(2.1 * rtol))
-        # Per output: [scratch, elements, calls] for unwritten and for mismatched (on the GPU).
-        self.tallies = {
-            name: {kind: cupy.zeros(3, dtype=cupy.uint64) for kind in ("unwritten", "mismatched")}
-            for name in self.tol
-        }
-        _kernels()
-        self.calls = self.checked = 0
-
-    def _poison(self, arrays: dict[str, Any], names: Sequence[str]) -> None:
-        for name in names:
+        task = self.task
+        release_guards()
+        arrays = {**self.runner.inputs(self.bench, seed), **self.runner.outputs(self.bench, 0)}
+        outs = [a.name for a in task.args if a.role == "out"]
+        for name in outs:
             a = arrays[name]
             a.view(UINT[a.dtype.itemsize]).fill(poison_bits(str(a.dtype), self.poison))
-
-    def start(self, r: int, k: int, order: Sequence[str]) -> None:
-        perturb_cupy([self.pristine[k][n] for n in self.inputs], self.seed, r)
-        for side in self.sides.values():
-            for name in self.inouts:
-                side[k][name][...] = self.pristine[k][name]
-            self._poison(side[k], self.outs)
-
-    def after(self, name: str, r: int, k: int, order: Sequence[str]) -> None:
-        ref, cand = self.sides["ref"][k], self.sides["cand"][k]
-        if name == "cand":
-            self.calls += 1
-            for out in self.outs:
-                a = cand[out]
-                word = UINT[a.dtype.itemsize]
-                bits = word(poison_bits(str(a.dtype), self.poison))
-                count_poisoned(a.view(word), bits, self.tallies[out]["unwritten"])
-        elif order[0] == "ref":  # the candidate runs next: it must not find the answer in memory
-            self._poison(ref, [*self.outs, *self.inouts])
-        else:  # the candidate ran first on these inputs: compare
-            self.checked += 1
-            for out, (atol, rtol) in self.tol.items():
-                count_mismatched(cand[out], ref[out], atol, rtol, self.tallies[out]["mismatched"])
-            self._poison(ref, [*self.outs, *self.inouts])
-
-    def report(self) -> dict[str, Any]:
+        ins = [a.name for a in task.args if a.role == "in"]
+        before = {n: checksum(arrays[n]) for n in ins}
+        call = self.runner.bind(arrays, self.bench)
+        ms, host_ms = self.clock.sample(call)
+        unwritten = {n: _count_bits(arrays[n], self.poison) for n in outs}
+        sketches = {
+            a.name: sketch(arrays[a.name].data.ptr, arrays[a.name].size, a.dtype, signs)
+            for a in task.args
+            if a.role in ("out", "inout")
+        }
         return {
-            "calls": self.calls,
-            "checked": self.checked,
-            "outputs": {name: _totals(tallies) for name, tallies in self.tallies.items()},
+            "ms": ms,
+            "host_ms": host_ms,
+            "inputs": before,
+            "inputs_after": {n: checksum(arrays[n]) for n in ins},
+            "unwritten": unwritten,
+            "guards": broken_guards(arrays),
+            "sketch": sketches,
         }
 
 
-def _totals(tallies: dict[str, Any]) -> dict[str, int]:
-    unwritten, mismatched = (tallies[k].get() for k in ("unwritten", "mismatched"))
-    return {
-        "unwritten": int(unwritten[1]),
-        "unwritten_calls": int(unwritten[2]),
-        "mismatched": int(mismatched[1]),
-        "mismatched_calls": int(mismatched[2]),
-    }
+def _count_bits(a: Any, poison: int) -> int:
+    """Elements of `a` still holding the poison's bits (kernels.py's count, not a reduction)."""
+    import cupy
+
+    from . import kernels
+
+    size = a.dtype.itemsize
+    out = cupy.zeros(1, dtype=cupy.uint64)
+    word = UINT[size]
+    bits = word(poison_bits(str(a.dtype), poison))
+    kernels.function(kernels.COUNT[size])(
+        (528,), (256,), (a.view(word), np.uint64(a.size), bits, out)
+    )
+    return int(out.get()[0])
+
+
+class TorchRounds:
+    """Rounds of a KernelBench model (the problem's Model or a candidate's ModelNew), with
+    inputs from the problem's own get_inputs() under a fresh seed, made on the GPU."""
+
+    def __init__(self, runner: Any, model: Any, clock: Any) -> None:
+        self.runner, self.model, self.clock = runner, model, clock
+
+    def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
+        import torch
+
+        inputs = self.runner.fresh_inputs(seed)
+        held: list[Any] = []
+        model = self.model
+        with torch.no_grad():
+            ms, host_ms = self.clock.sample(lambda: held.append(model(*inputs)))
+        out = held.pop()
+        outs = out if isinstance(out, tuple | list) else (out,)
+        # No input checksums here: what this worker says of its inputs proves nothing, and its
+        # outputs are judged against the reference's on the seed's inputs (fewer device syncs:
+        # less noise between the two workers' rounds, a tighter bound by the controller's clock)
+        reply: dict[str, Any] = {"ms": ms, "host_ms": host_ms}
+        sketches, meta = {}, []
+        for i, o in enumerate(outs):
+            if type(o) is not torch.Tensor or o.device.type != "cuda":
+                reply["problem"] = f"forward() returned {type(o).__name__}, not a CUDA tensor"
+                break
+            t = o.detach().contiguous()
+            dtype = str(t.dtype).replace("torch.", "")
+            meta.append({"dtype": dtype, "shape": list(t.shape)})
+            if dtype not in _SKETCHED:
+                reply["problem"] = f"output {i} has dtype {dtype}, which cannot be checked"
+                break
+            sketches[f"output {i}"] = sketch(t.data_ptr(), t.numel(), dtype, signs)
+        reply.update(meta=meta, sketch=sketches)
+        return reply
+
+
+_SKETCHED = {
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "uint8",
+    "bool",
+    "int16",
+    "int32",
+    "int64",
+}
+
+
+def warm_up(rounds: Any, calls: int, seconds: float) -> None:
+    """Rounds whose results are dropped: at least `calls`, and `seconds` (the GPU's clocks rise,
+    lazy compilation happens) before the first that counts."""
+    import time
+
+    start, i = time.perf_counter(), 0
+    while i < calls or time.perf_counter() - start < seconds:
+        rounds.round(random.getrandbits(31), (1, 2))
+        i += 1
+
+
+def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:
+    """A round's (input seed, sign seeds) from the controller's command, validated."""
+    seed, s0, s1 = (int(v) for v in entry)
+    return seed, (s0, s1)

@@ -8,7 +8,6 @@ build the same inputs without sending them over the pipe.
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -18,69 +17,64 @@ from typing import Any
 import cupy
 import numpy as np
 
+from . import kernels
 from .compile import compile_kernel
 from .results import CompileResult
 from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec, launch_plan
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-_CHECKSUM_SRC = r"""
-extern "C" __global__ void kw_checksum(const unsigned int* w, unsigned long long n,
-                                       unsigned long long* out) {
-    unsigned long long acc = 0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long h = (unsigned long long)w[i] + i * 0x9E3779B97F4A7C15ull;
-        h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33;
-        acc += h;
-    }
-    atomicAdd(out, acc);
-}
-"""
-_checksum_kernel: Any = None
+_MASK64 = (1 << 64) - 1
 
 
 def checksum(array: Any) -> str:
     """A position-dependent 64-bit sum of an array's 32-bit words (bytes padded), on the GPU."""
-    global _checksum_kernel
-    if _checksum_kernel is None:
-        _checksum_kernel = cupy.RawKernel(_CHECKSUM_SRC, "kw_checksum")
     raw = cupy.ascontiguousarray(array).view(cupy.uint8).ravel()
     if raw.size % 4:
         raw = cupy.concatenate([raw, cupy.zeros(4 - raw.size % 4, dtype=cupy.uint8)])
     words = raw.view(cupy.uint32)
     out = cupy.zeros(1, dtype=cupy.uint64)
-    _checksum_kernel((264,), (256,), (words, np.uint64(words.size), out))
+    kernels.function("kw_checksum")((264,), (256,), (words, np.uint64(words.size), out))
     return f"{int(out.get()[0]):016x}-{array.nbytes}"
 
 
-def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int) -> Any:
-    """The input for one argument, from a seed; the same in every process on this machine."""
-    data = _generate(arg, shape, seed)
+def distribution(init: str, dtype: str) -> tuple[int, float, float]:
+    """(kind, a, b) of kernels.py's generator for an argument's `init`."""
+    if dtype in FLOAT_DTYPES:
+        if init == "normal":
+            return 1, 0.0, 1.0
+        if init.startswith("normal:"):
+            return 1, 0.0, float(init.split(":")[1])
+        if init.startswith("uniform:"):
+            lo, hi = (float(v) for v in init.split(":")[1:])
+            return 0, lo, hi
+        if init == "positive":
+            return 0, 0.5, 2.0
+        return 0, -1.0, 1.0
+    if init.startswith("randint:"):
+        lo, hi = (int(v) for v in init.split(":")[1:])
+        return 2, float(lo), float(hi)
+    return (2, 0.0, 100.0) if dtype.startswith("u") else (2, -100.0, 100.0)
+
+
+def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int, init: str | None = None) -> Any:
+    """The input for one argument, from a seed: the same bits in every process on this GPU,
+    made by a stateless kernel (nothing left in device memory can change them)."""
     out = guarded(shape, arg.dtype, GUARD_BITS)
-    out[...] = data
+    kind, a, b = distribution(init or arg.init, arg.dtype)
+    if out.size:
+        kernels.function(kernels.GENERATE[arg.dtype])(
+            (528,),
+            (256,),
+            (
+                out,
+                np.uint64(out.size),
+                np.uint64(seed & _MASK64),
+                np.int32(kind),
+                np.float64(a),
+                np.float64(b),
+            ),
+        )
     return out
-
-
-def _generate(arg: ArgSpec, shape: tuple[int, ...], seed: int) -> Any:
-    rs = cupy.random.RandomState(seed)
-    if arg.dtype in FLOAT_DTYPES:
-        gen_dtype = cupy.float64 if arg.dtype == "float64" else cupy.float32
-        if arg.init == "normal":
-            data = rs.standard_normal(shape, dtype=gen_dtype)
-        elif arg.init.startswith("uniform:"):
-            lo, hi = (float(v) for v in arg.init.split(":")[1:])
-            data = rs.uniform(lo, hi, shape, dtype=gen_dtype)
-        elif arg.init == "positive":
-            data = rs.uniform(0.5, 2.0, shape, dtype=gen_dtype)
-        else:
-            data = rs.uniform(-1.0, 1.0, shape, dtype=gen_dtype)
-        return data.astype(arg.dtype, copy=False)
-    if arg.init.startswith("randint:"):
-        lo, hi = (int(v) for v in arg.init.split(":")[1:])
-    else:
-        lo, hi = (0, 100) if arg.dtype.startswith("u") else (-100, 100)
-    return rs.randint(lo, hi, shape, dtype=np.int64).astype(arg.dtype)
 
 
 # Every array a kernel gets sits between two guard bands holding a NaN pattern (at 8, 4 and 2
@@ -114,6 +108,8 @@ def broken_guards(arrays: dict[str, Any]) -> list[str]:
         if entry is None:
             continue
         buf, g, bits = entry
+        if g == 0:
+            continue
         words = buf.view(_UINT[buf.dtype.itemsize])
         # Two copies of 256 bytes, compared here: no reduction kernels to load for so little.
         if (words[:g].get() != bits).any() or (words[-g:].get() != bits).any():
@@ -132,26 +128,35 @@ class CudaRunner:
     def __init__(
         self,
         task: CudaTask,
-        source: str,
         launch: LaunchSpec | None,
         scratch: Path,
-        backend: str,
-        arch: str,
         tag: str,
+        cubin: bytes | None = None,
+        source: tuple[str, str, str] | None = None,
     ) -> None:
+        """From a cubin built by the compile worker, or (the task's own kernel only) from
+        `source` = (code, backend, arch), compiled here."""
         self.task = task
         self.launch_spec = launch or task.launch
-        self.compile_result: CompileResult
-        self.compile_result, cubin = compile_kernel(backend, source, task.entry, arch, f"{tag}.cu")
+        self.compile_result: CompileResult | None = None
+        if source is not None:
+            code, backend, arch = source
+            self.compile_result, cubin = compile_kernel(
+                backend, code, task.entry, arch, f"{tag}.cu"
+            )
         self.fn: Any = None
         if cubin is not None:
             path = scratch / f"{tag}.cubin"
             path.write_bytes(cubin)
             self.fn = cupy.RawModule(path=str(path)).get_function(task.entry)
 
-    def inputs(self, sizes: dict[str, int], seed: int) -> dict[str, Any]:
+    def inputs(
+        self, sizes: dict[str, int], seed: int, inits: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         return {
-            a.name: generate(a, self.task.shape(a, sizes), seed * 7919 + i)
+            a.name: generate(
+                a, self.task.shape(a, sizes), seed * 7919 + i, (inits or {}).get(a.name)
+            )
             for i, a in enumerate(self.task.args)
             if a.role in ("in", "inout")
         }
@@ -192,24 +197,14 @@ def load_module(path: str, name: str) -> Any:
 class TorchRunner:
     """A KernelBench Model or ModelNew, built with seeded weights."""
 
-    def __init__(
-        self,
-        problem_path: str,
-        module_path: str | None,
-        class_name: str,
-        before_candidate: Callable[[Any], None] | None = None,
-    ) -> None:
+    def __init__(self, problem_path: str, module_path: str | None, class_name: str) -> None:
         import torch
 
         self.torch = torch
         self.problem = load_module(problem_path, "kw_problem")
-        if before_candidate is not None:  # the harness's last look before candidate code runs
-            before_candidate(self.problem)
         self.module = load_module(module_path, "kw_candidate") if module_path else self.problem
         if not hasattr(self.module, class_name):
-            raise AttributeError(
-                f"{Path(module_path or problem_path).name} defines no {class_name}"
-            )
+            raise AttributeError(f"the candidate defines no {class_name}")
         self.cls = getattr(self.module, class_name)
         # The problem's own sizes: a trial without overrides runs at these, whatever came before.
         self.defaults = {k: v for k, v in vars(self.problem).items() if type(v) is int}
@@ -220,10 +215,17 @@ class TorchRunner:
                 if hasattr(mod, key):
                     setattr(mod, key, value)
 
+    def _seed(self, seed: int) -> None:
+        """Every generator a problem's code might draw from, alike in every process."""
+        import random
+
+        self.torch.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed & 0xFFFFFFFF)
+
     def build(self, seed: int, overrides: dict[str, int], float64: bool = False) -> Any:
-        torch = self.torch
         self._apply(overrides)
-        torch.manual_seed(seed)
+        self._seed(seed)
         model = self.cls(*self.problem.get_init_inputs())
         model = model.cuda().eval()
         return copy.deepcopy(model).double() if float64 else model
@@ -231,17 +233,18 @@ class TorchRunner:
     def inputs(self, seed: int, overrides: dict[str, int]) -> list[Any]:
         torch = self.torch
         self._apply(overrides)
-        torch.manual_seed(seed + 1)
+        self._seed(seed + 1)
         return [x.cuda() if isinstance(x, torch.Tensor) else x for x in self.problem.get_inputs()]
 
-    def input_digest(self, inputs: list[Any]) -> list[str]:
+    def fresh_inputs(self, seed: int) -> list[Any]:
+        """A timing round's inputs at the problem's own sizes: get_inputs() under `seed`, its
+        tensors made on the GPU (a round's inputs never come from a CPU generator)."""
         torch = self.torch
-        return [
-            hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
-            if isinstance(x, torch.Tensor)
-            else repr(x)
-            for x in inputs
-        ]
+        self._apply({})
+        self._seed(seed)
+        with torch.device("cuda"):
+            made = self.problem.get_inputs()
+        return [x.cuda() if isinstance(x, torch.Tensor) else x for x in made]
 
     def poison_allocator(self, nbytes: int) -> None:
         """Fill memory the caching allocator will hand out next with NaN, then free it."""

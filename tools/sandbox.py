@@ -16,7 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .protocol import Frame, FrameReader, FrameTimeout, ProtocolError, write_message
+from .protocol import (
+    ANY,
+    Expect,
+    Frame,
+    FrameReader,
+    FrameTimeout,
+    ProtocolError,
+    Unexpected,
+    write_message,
+)
 
 # Variables a worker keeps; everything else (tokens, SSH agents, proxies) is dropped.
 _KEEP = (
@@ -38,6 +47,13 @@ _KEEP = (
 
 
 _F_SETPIPE_SZ = 1031
+REASON_CHARS = 2000  # what any text a worker controls may add to a verdict's reason
+
+
+def cap(text: str, limit: int = REASON_CHARS) -> str:
+    """Text from a worker, cut to `limit` characters where it may travel (reasons, logs)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 24] + f" ... [{len(text):,} chars]"
 
 
 class WorkerFailure(Exception):
@@ -47,6 +63,19 @@ class WorkerFailure(Exception):
         super().__init__(reason)
         self.verdict = verdict
         self.reason = reason
+
+
+def _unexpected(phase: str, exc: Unexpected) -> str:
+    header = exc.header
+    if header.get("problem"):
+        return cap(str(header["problem"]), 500)
+    meta = header.get("meta")
+    if isinstance(meta, list) and meta:
+        described = ", ".join(
+            f"{m.get('dtype')} {m.get('shape')}" for m in meta[:4] if isinstance(m, dict)
+        )
+        return cap(f"{phase}: returned {described}, not the reference's outputs ({exc})", 500)
+    return cap(f"{phase}: outputs are not the reference's ({exc})", 500)
 
 
 def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str]:
@@ -62,6 +91,9 @@ def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         XDG_CACHE_HOME=str(scratch / "cache"),
+        # the worker's view has no /etc/passwd: who it is comes from here (getpass, inductor)
+        USER="kernelwright",
+        LOGNAME="kernelwright",
     )
     env.setdefault("LANG", "C.UTF-8")
     return env
@@ -77,10 +109,13 @@ class Sandbox:
         command: list[str] | None = None,
         channel: bool = True,
         cupy_cache: Path | None = None,
+        seed_cache: Path | None = None,
+        warm_torch: bool = False,
     ) -> None:
         self.label = label
-        # CuPy's own kernels (fill, astype, random) compile once into a cache. It is shared only
-        # with workers that run no host code of a candidate's: CUDA tasks, never KernelBench glue.
+        # The harness's kernels compile once into a cache. It is writable only by workers that
+        # run no host code of a candidate's; a KernelBench candidate's worker gets a copy,
+        # taken (read-only) before any of its code loads.
         self.cupy_cache = cupy_cache
         self.channel = channel  # False: no result channel; the job comes as a file (profiling)
         self.host_memory_bytes = host_memory_bytes
@@ -89,6 +124,8 @@ class Sandbox:
             "-m",
             "kernelwright.tools.worker",
             *(["--writable", str(cupy_cache)] if cupy_cache else []),
+            *(["--seed-cache", str(seed_cache)] if seed_cache else []),
+            *(["--warm", "torch"] if warm_torch else []),
         ]
         self.scratch = Path(tempfile.mkdtemp(prefix=f"kw-{label}-"))
         self.log_path = self.scratch / "worker.log"
@@ -167,20 +204,64 @@ class Sandbox:
             time.sleep(0.05)
         return self.proc.returncode
 
-    def send(self, header: dict[str, Any]) -> None:
+    def send(self, header: dict[str, Any], arrays: list[bytes] | None = None) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            write_message(self.proc.stdin.fileno(), header)
+            write_message(self.proc.stdin.fileno(), header, arrays or [])
         except (BrokenPipeError, OSError):
             raise self._died("while receiving its job") from None
 
     def log_tail(self, lines: int = 6) -> str:
+        """The log's last lines, read from its last 16 KiB only and capped."""
         try:
-            text = self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - (16 << 10)))
+                text = f.read().decode(errors="replace")
         except OSError:
             return ""
-        keep = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        return " | ".join(keep[-lines:])
+        keep = [cap(ln.strip(), 200) for ln in text.splitlines() if ln.strip()]
+        tail = " | ".join(keep[-lines:])
+        return tail if len(tail) <= 600 else "... " + tail[-596:]
+
+    def signal_tree(self, sig: int) -> None:
+        """Send `sig` to the worker and every process under it (a daemon that left the group
+        included); repeated while new processes appear, so a forking one cannot slip out."""
+        if self.proc is None:
+            return
+        seen: set[int] = set()
+        for _ in range(8):
+            pids = set(self._tree()) - seen
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            seen |= pids
+
+    def spin(self, seconds: float) -> None:
+        """Poll for this worker's replies without sleeping for up to `seconds` each (timing)."""
+        if self.reader is not None:
+            self.reader.spin_s = seconds
+
+    def pause(self) -> None:
+        """Freeze the worker and its descendants: no CPU, no new GPU work, until resume()."""
+        self.signal_tree(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal_tree(signal.SIGCONT)
+
+    def pin(self, cpus: set[int]) -> None:
+        """Run every thread of the worker and its descendants on `cpus` only."""
+        if self.proc is None or not cpus:
+            return
+        for pid in self._tree():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                with contextlib.suppress(OSError, ValueError):
+                    os.sched_setaffinity(int(tid), cpus)
 
     def _tree(self) -> list[int]:
         """The worker and every process under it (a confined worker's orphans stay under it)."""
@@ -238,22 +319,32 @@ class Sandbox:
             "crashed", f"worker died {phase} ({how})" + (f": {tail}" if tail else "")
         )
 
-    def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[Frame]]:
-        """The next message, or WorkerFailure: a hang past the deadline is killed."""
+    def receive(
+        self, timeout_s: float, phase: str, expect: Expect = ANY
+    ) -> tuple[dict[str, Any], list[Frame]]:
+        """The next message, or WorkerFailure: a hang past the deadline is killed, and a message
+        announcing other arrays than `expect` is a broken protocol, refused before it is read."""
         assert self.reader is not None
         try:
-            header, arrays = self.reader.read_message(time.monotonic() + timeout_s, self._watch)
+            header, arrays = self.reader.read_message(
+                time.monotonic() + timeout_s, self._watch, expect
+            )
         except FrameTimeout:
             self.kill()
             raise WorkerFailure(
                 "timeout", f"killed after {timeout_s:.0f} s with no progress ({phase})"
             ) from None
+        except Unexpected as exc:  # refused unread: what it is comes from its header alone
+            self.kill()
+            raise WorkerFailure("wrong", _unexpected(phase, exc)) from None
         except ProtocolError as exc:
             if self.reader.closed:
                 raise self._died(phase) from None
             self.kill()
-            raise WorkerFailure("crashed", f"worker broke the result protocol ({exc})") from None
+            raise WorkerFailure(
+                "crashed", f"worker broke the result protocol ({cap(str(exc), 300)})"
+            ) from None
         if header.get("type") == "error":
             self.kill()
-            raise WorkerFailure("crashed", f"{phase}: {header.get('error', 'unknown error')}")
+            raise WorkerFailure("crashed", cap(f"{phase}: {header.get('error', 'unknown error')}"))
         return header, arrays

@@ -33,6 +33,7 @@ class ArgSpec(Frozen):
     shape: tuple[str, ...] = ()
     value: str = ""  # scalars only
     init: str = "uniform"  # inputs only
+    check: tuple[str, ...] = ()  # inputs only: wider distributions the op is defined on
 
 
 class LaunchSpec(Frozen):
@@ -171,7 +172,7 @@ def _args(path: Path, raw: Any, sizes: set[str]) -> tuple[ArgSpec, ...]:
         if name in seen:
             raise _fail(path, where, "duplicate argument name")
         seen.add(name)
-        unknown = set(item) - {"name", "dtype", "role", "shape", "value", "init"}
+        unknown = set(item) - {"name", "dtype", "role", "shape", "value", "init", "check"}
         if unknown:
             raise _fail(path, f"{where}.{sorted(unknown)[0]}", "unknown field")
         dtype, role = item.get("dtype"), item.get("role")
@@ -193,21 +194,45 @@ def _args(path: Path, raw: Any, sizes: set[str]) -> tuple[ArgSpec, ...]:
         if not isinstance(shape, list) or not shape:
             raise _fail(path, f"{where}.shape", 'expected a list of expressions, e.g. ["N"]')
         shape_t = tuple(_check_expr(path, f"{where}.shape", s, sizes) for s in shape)
-        init = item.get("init", "uniform")
-        if init not in INITS and not _is_randint(init) and not _is_range(init):
+        init = _init(path, f"{where}.init", item.get("init", "uniform"), dtype)
+        check = item.get("check", [])
+        if not isinstance(check, list) or (check and role not in ("in", "inout")):
             raise _fail(
-                path,
-                f"{where}.init",
-                f"unknown init {init!r} (uniform, normal, positive, uniform:LO:HI, randint:LO:HI)",
+                path, f"{where}.check", "expected a list of distributions, for an input only"
             )
-        if _is_randint(init) and dtype in FLOAT_DTYPES:
-            raise _fail(path, f"{where}.init", "randint is for integer dtypes")
-        if _is_range(init) and dtype not in FLOAT_DTYPES:
-            raise _fail(path, f"{where}.init", "uniform:LO:HI is for float dtypes")
-        args.append(ArgSpec(name=name, dtype=dtype, role=role, shape=shape_t, init=init))
+        checks = tuple(_init(path, f"{where}.check", c, dtype) for c in check)
+        args.append(
+            ArgSpec(name=name, dtype=dtype, role=role, shape=shape_t, init=init, check=checks)
+        )
     if not any(a.role in ("out", "inout") for a in args):
         raise _fail(path, "args", "no argument has role out or inout: nothing could be checked")
     return tuple(args)
+
+
+def _init(path: Path, where: str, init: Any, dtype: str) -> str:
+    """A distribution, validated for the argument's dtype."""
+    if init not in INITS and not _is_randint(init) and not _is_range(init) and not _is_normal(init):
+        raise _fail(
+            path,
+            where,
+            f"unknown distribution {init!r} (uniform, normal, positive, uniform:LO:HI, "
+            "normal:SIGMA, randint:LO:HI)",
+        )
+    if _is_randint(init) and dtype in FLOAT_DTYPES:
+        raise _fail(path, where, "randint is for integer dtypes")
+    if (_is_range(init) or _is_normal(init)) and dtype not in FLOAT_DTYPES:
+        raise _fail(path, where, f"{init.split(':')[0]}:... is for float dtypes")
+    return str(init)
+
+
+def _is_normal(init: Any) -> bool:
+    """normal:SIGMA, SIGMA > 0."""
+    if not isinstance(init, str) or not init.startswith("normal:") or init.count(":") != 1:
+        return False
+    try:
+        return float(init.split(":")[1]) > 0
+    except ValueError:
+        return False
 
 
 def _is_randint(init: Any) -> bool:

@@ -1,62 +1,38 @@
-"""The timing protocol: CUDA events around each call with a device-wide synchronize, an L2 flush
-before every call, rotation over input sets, warm-up, and reference and candidate alternated in
-rounds. The loop runs in the worker; the statistics and the verdicts on them run in the controller.
+"""The timing protocol's two halves: the clock a worker times one call with, and the statistics
+the controller draws from the samples of both workers (pure functions, tested without a GPU).
+
+Each sample demotes persisting L2 lines, flushes L2 (a read of at least twice its size),
+synchronizes, then times one call between CUDA events with a device-wide synchronize. The
+controller, not the worker, decides how many rounds run and in what order (schedule.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
+import ctypes
 import math
-import random
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .results import KernelTiming
 
-# The flush buffer is read before each call: at least twice the L2 size. Reading (not writing)
-# leaves clean lines, so the timed kernel never pays for write-backs of the flush itself.
 L2_FLUSH_FACTOR = 2
-_FLUSH_SRC = r"""
-extern "C" __global__ void kw_l2_flush(const int4* buf, unsigned long long n, int* sink) {
-    int4 acc = make_int4(0, 0, 0, 0);
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        int4 v = buf[i];
-        acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
-    }
-    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x7f3a5c91) sink[0] = 1;  // never true; keeps the loads
-}
-
-// One thread waits on the GPU's own clock, touching no memory: the flushed L2 stays flushed
-// while the host queues the start event and the timed launch behind it.
-extern "C" __global__ void kw_hold(unsigned long long ns) {
-    unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-}
-"""
 # How long the GPU is held after the flush while the host queues a CUDA task's launch: far more
 # than one launch's host cost (~10 us), so the start event fires only when the kernel is queued.
 HOLD_NS = 100_000
-_HOLD_NS = np.uint64(HOLD_NS)
+_CUDA_LIMIT_PERSISTING_L2 = 0x06
 
 
 class Clock:
-    """The timing primitives, bound once before any candidate code loads: a candidate that later
-    rebinds `time.perf_counter`, CuPy's events or its synchronize does not reach these. Each
-    sample demotes persisting L2 lines, flushes L2 (a read of at least twice its size),
-    synchronizes, then times one call between CUDA events with a device-wide synchronize.
+    """The timing primitives, bound once before any candidate code loads.
 
-    queue_ahead (CUDA tasks: one launch by trusted host code, no candidate host code): after the
-    flush the GPU is held on its own clock while start, the launch and end are queued, so the
-    events time the kernel and not the host's launch latency. Candidate host code (KernelBench)
-    is timed without it: its host dispatch is part of its cost, and work it could slip onto
-    another stream during the hold would escape the events.
+    queue_ahead (CUDA tasks: one launch by trusted host code): after the flush the GPU is held
+    on its own clock while start, the launch and end are queued, so the events time the kernel
+    and not the host's launch latency. Candidate host code (KernelBench) is timed without it:
+    its host dispatch is part of its cost.
     """
 
     def __init__(self, l2_bytes: int, queue_ahead: bool = False) -> None:
@@ -64,149 +40,82 @@ class Clock:
 
         import cupy
 
-        from .guard import clear_persisting_l2, reset_persisting_l2
+        from . import kernels
 
         self.flush_bytes = max(L2_FLUSH_FACTOR * l2_bytes, 8 << 20) // 16 * 16
         self._buf = cupy.random.RandomState(1).randint(
             0, 1 << 30, self.flush_bytes // 4, dtype=cupy.int32
         )
         self._sink = cupy.zeros(1, dtype=cupy.int32)
-        self._flush = cupy.RawKernel(_FLUSH_SRC, "kw_l2_flush")
-        self._hold = cupy.RawKernel(_FLUSH_SRC, "kw_hold") if queue_ahead else None
-        self.hold_ms = HOLD_NS / 1e6 if queue_ahead else 0.0
+        self._flush = kernels.function("kw_l2_flush")
+        self._hold = kernels.function("kw_hold") if queue_ahead else None
+        self._nop = kernels.function("kw_nop")
+        self._blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * 8
         self._n_vec = np.uint64(self.flush_bytes // 16)
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         self._start, self._end = start.record, end.record
         self._elapsed = functools.partial(cupy.cuda.get_elapsed_time, start, end)
         self.sync = cupy.cuda.runtime.deviceSynchronize
         self._now = time.perf_counter
-        self._reset_l2 = reset_persisting_l2
         clear_persisting_l2()  # in every worker alike: no persisting lines, whoever times
-        self._flush((1,), (32,), (self._buf, np.uint64(1), self._sink))  # compiled now
+        self.flush()
         if self._hold is not None:
             self._hold((1,), (1,), (np.uint64(1),))
         self.sync()
 
-    def sample(self, fn: Callable[[int], Any], k: int) -> tuple[float, float]:
-        """(event ms, host ms) of one call on input set k."""
-        # Synchronous: the flush completes, then start, call, end. Queueing them together was
-        # tried and made a 37 us PyTorch forward read 0.96x against itself (its host dispatch
-        # overlapped the flush unevenly), without closing the gap to ncu on short kernels.
-        self._reset_l2()
-        self._flush((1056,), (256,), (self._buf, self._n_vec, self._sink))
+    def flush(self) -> None:
+        reset_persisting_l2()
+        self._flush((self._blocks,), (256,), (self._buf, self._n_vec, self._sink))
+
+    def sample(self, fn: Callable[[], Any]) -> tuple[float, float]:
+        """(event ms, host ms) of one call, after the flush."""
+        self.flush()
         self.sync()
         t0 = self._now()
         if self._hold is not None:
-            self._hold((1,), (1,), (_HOLD_NS,))
+            self._hold((1,), (1,), (np.uint64(HOLD_NS),))
         self._start()
-        fn(k)
+        fn()
         self._end()
         self.sync()
         host_ms = (self._now() - t0) * 1e3
         return self._elapsed(), host_ms
 
-
-class RoundHooks:
-    """Work between timed calls (never inside a timed window); the default does nothing."""
-
-    def start(self, r: int, k: int, order: Sequence[str]) -> None:
-        pass
-
-    def after(self, name: str, r: int, k: int, order: Sequence[str]) -> None:
-        pass
-
-    def settle(self) -> None:
-        """After each warm-up call and estimate, outside the rounds."""
+    def quiet_us(self, probes: int = 3) -> float:
+        """The slowest of a few empty launches, in us: a few us when this context has the GPU
+        to itself, a timeslice (milliseconds) while another context runs work."""
+        worst = 0.0
+        for _ in range(probes):
+            t0 = self._now()
+            self._nop((1,), (1,), ())
+            self.sync()
+            worst = max(worst, (self._now() - t0) * 1e6)
+        return worst
 
 
-def measure(
-    clock: Clock,
-    timed: dict[str, Callable[[int], Any]],
-    input_sets: int,
-    budget_s: float = 0.5,
-    min_rounds: int = 15,
-    max_rounds: int = 300,
-    warmup: int = 3,
-    warmup_s: float = 0.25,
-    rounds: int | None = None,
-    hooks: RoundHooks | None = None,
-    shuffle: random.Random | None = None,
-    cap_s: float | None = None,
-) -> dict[str, Any]:
-    """Time each callable once per round over input sets in rotation; raw event and host ms.
-
-    Runs in the worker. The order within a round alternates (or is drawn from `shuffle`, so a
-    kernel cannot tell from its call count which calls the hooks check) so that no callable
-    always runs right after the flush of another. `rounds` fixes the count (a second worker
-    timing the same work as a first); otherwise the budget sets it, and `cap_s` (seconds of
-    rounds, at least `min_rounds`) bounds it where the estimate can fall far short.
-    """
-    hooks = hooks or RoundHooks()
-    # As timeit does: no garbage collection while timing (see _collector_off).
-    with _collector_off() as switched_on:
-        names = list(timed)
-        # Warm-up: at least `warmup` calls each and `warmup_s` seconds, so the GPU's clocks have
-        # risen before the first sample (two workers timed one after the other start level).
-        start, w = time.perf_counter(), 0
-        while w < warmup or time.perf_counter() - start < warmup_s:
-            for name in names:
-                timed[name](w % input_sets)
-                clock.sync()
-                hooks.settle()
-            w += 1
-        if rounds is None:
-            est = []
-            for name in names:
-                for _ in range(2):
-                    est.append(clock.sample(timed[name], 0)[0])
-                    hooks.settle()
-            per_round_s = len(names) * (
-                (max(est) + clock.hold_ms + 0.05) / 1e3 + clock.flush_bytes / 1e12
-            )
-            rounds = int(min(max_rounds, max(min_rounds, budget_s / per_round_s)))
-            # The estimate leaves out the hooks and the host's own work: a cap, where one is asked.
-            deadline = time.perf_counter() + (cap_s if cap_s is not None else float("inf"))
-        else:
-            deadline = float("inf")  # a count fixed by the caller is kept
-        out: dict[str, Any] = {f"{n}_{kind}": [] for n in names for kind in ("ms", "host_ms")}
-        out["first"] = []  # which callable opened each round: the statistics balance on it
-        for r in range(rounds):
-            if r >= min_rounds and time.perf_counter() > deadline:
-                rounds = r
-                break
-            k = r % input_sets
-            if shuffle is not None:
-                order = shuffle.sample(names, len(names))
-            else:
-                order = names if r % 2 == 0 else names[::-1]
-            hooks.start(r, k, order)
-            out["first"].append(order[0])
-            for name in order:
-                event_ms, host_ms = clock.sample(timed[name], k)
-                out[f"{name}_ms"].append(event_ms)
-                out[f"{name}_host_ms"].append(host_ms)
-                hooks.after(name, r, k, order)
-    if switched_on():  # only candidate code could have: it would choose whose window pays
-        out["tampered"] = ["the garbage collector was switched on while timed calls ran"]
-    return {**out, "rounds": rounds, "l2_flush_bytes": clock.flush_bytes}
-
-
-@contextlib.contextmanager
-def _collector_off() -> Iterator[Callable[[], bool]]:
-    """Python's garbage collector off inside, restored after; yields whether something switched
-    it back on meanwhile. A collection costs tens of microseconds and falls where the
-    allocation count crosses its threshold, which in a regular cycle of rounds can be the same
-    side's window every time (a KernelBench model timed against itself read 0.94-0.96x)."""
-    was_on = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    seen: list[bool] = []
+def _driver() -> Any:
     try:
-        yield lambda: bool(seen and seen[0])
-    finally:
-        seen.append(gc.isenabled())
-        if was_on:
-            gc.enable()
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+_libcuda = _driver()
+
+
+def clear_persisting_l2() -> None:
+    """No L2 set aside for persisting accesses (the driver may start with some)."""
+    if _libcuda is not None:
+        _libcuda.cuCtxSetLimit(_CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
+
+
+def reset_persisting_l2() -> None:
+    """Demote every persisting L2 line to normal, so the flush can evict it."""
+    if _libcuda is not None:
+        _libcuda.cuCtxResetPersistingL2Cache()
+
+
+# --- statistics (controller) ----------------------------------------------------------------
 
 
 def summarize(samples: Sequence[float]) -> KernelTiming:
@@ -222,28 +131,33 @@ def summarize(samples: Sequence[float]) -> KernelTiming:
     )
 
 
-def speedup(
-    ref_ms: Sequence[float], cand_ms: Sequence[float], first: Sequence[str] | None = None
-) -> tuple[float, float]:
-    """The speedup from per-round ratios reference / candidate, and their IQR (pure).
-
-    Without `first`: the median ratio. With `first` (which side opened each round): the
-    geometric mean of the median ratio over rounds the reference opened and over rounds the
-    candidate opened, and the IQR of the ratios each scaled by that over its own group's
-    median. Whatever the opening call pays (on the H200 a KernelBench forward opening its round
-    ran ~13% slower than the one after it) then cancels, instead of splitting the ratios into
-    two humps with the overall median between them, where small imbalances move it by 1-2%.
-    """
+def speedup(ref_ms: Sequence[float], cand_ms: Sequence[float]) -> tuple[float, float]:
+    """The median of per-round ratios reference / candidate (the same inputs in both), and
+    their interquartile range (pure)."""
     ratios = [r / c if c > 0 else float("inf") for r, c in zip(ref_ms, cand_ms, strict=True)]
-    opened = list(zip(ratios, first, strict=True)) if first is not None else []
-    groups = [[x for x, f in opened if f == side] for side in ("ref", "cand")]
-    if not all(groups):  # no order given, or one side opened every round
-        return statistics.median(ratios), _iqr(ratios)
-    medians = {side: statistics.median(g) for side, g in zip(("ref", "cand"), groups, strict=True)}
-    if not all(0 < m < float("inf") for m in medians.values()):
-        return statistics.median(ratios), _iqr(ratios)
-    ratio = math.sqrt(medians["ref"] * medians["cand"])
-    return ratio, _iqr([x * ratio / medians[f] for x, f in opened])
+    return statistics.median(ratios), _iqr(ratios)
+
+
+def median_interval(xs: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """A distribution-free confidence interval for the median, from order statistics (pure)."""
+    s = sorted(xs)
+    n = len(s)
+    if n < 3:
+        return (s[0], s[-1]) if s else (math.nan, math.nan)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half))
+    return s[lo], s[hi]
+
+
+def ratio_settled(ref_ms: Sequence[float], cand_ms: Sequence[float], precision: float) -> bool:
+    """Whether the median ratio is known within ±precision (relative, 95%) (pure)."""
+    ratios = [r / c for r, c in zip(ref_ms, cand_ms, strict=True) if c > 0]
+    if len(ratios) < 3:
+        return False
+    lo, hi = median_interval(ratios)
+    mid = statistics.median(ratios)
+    return mid > 0 and (hi - lo) / 2 <= precision * mid
 
 
 def _iqr(xs: Sequence[float]) -> float:
@@ -254,18 +168,27 @@ def _iqr(xs: Sequence[float]) -> float:
 
 
 def host_clock_problem(event_ms: Sequence[float], host_ms: Sequence[float]) -> str:
-    """Why event times cannot be believed against the host clock, or "" (pure).
+    """Why event times cannot be believed against the worker's host clock, or "" (pure).
 
     Each event interval lies inside its host interval (launch to device-wide sync), so an
-    event time longer than the host's is forged, and a total far below it means the timed
-    work was not the work that ran.
-    """
+    event time longer than the host's is forged."""
     if len(event_ms) != len(host_ms) or not event_ms:
         return "timing inconsistent: sample counts differ"
     for ev, wall in zip(event_ms, host_ms, strict=True):
         if not ev >= 0 or ev > wall * 1.05 + 0.02:
             return f"timing inconsistent with host clock: event {ev:.4f} ms > host {wall:.4f} ms"
     return ""
+
+
+def unexplained_us(
+    batches: Sequence[tuple[float, float, float, float, int]],
+) -> float:
+    """Per call, how much longer the candidate's worker kept the controller waiting than its
+    own samples explain, beyond what the reference's worker took for the same harness work
+    (pure). `batches` holds, per pair of batches over the same rounds, (candidate's wall ms,
+    the sum of its samples, the reference's wall ms, the sum of its samples, rounds)."""
+    per_call = [((cw - cs) - (rw - rs)) / n for cw, cs, rw, rs, n in batches if n > 0]
+    return statistics.median(per_call) * 1e3 if per_call else 0.0
 
 
 def roofline_floor_ms(
@@ -282,52 +205,3 @@ def roofline_floor_ms(
     if flops and peak_fp32_tflops:
         floors.append(flops / (16 * peak_fp32_tflops * 1e12) * 1e3)
     return max(floors) if floors else None
-
-
-def escaped_work_problem(
-    ref_ms: Sequence[float],
-    ref_host_ms: Sequence[float],
-    cand_ms: Sequence[float],
-    cand_host_ms: Sequence[float],
-) -> str:
-    """Why the candidate's events missed work it made the GPU do, or "" (pure).
-
-    Host time runs from before the start event to after a device-wide synchronize, so it holds
-    work on any stream; the events hold only what the timed stream ran. Beside the same gap for
-    the reference, a larger gap is work the candidate left on a side stream or a thread.
-    """
-    gap_ref = statistics.median(h - e for e, h in zip(ref_ms, ref_host_ms, strict=True))
-    gap_cand = statistics.median(h - e for e, h in zip(cand_ms, cand_host_ms, strict=True))
-    inside = statistics.median(cand_ms)
-    escaped = gap_cand - gap_ref
-    if escaped > max(0.02, 0.5 * inside):
-        return (
-            f"work escaped the timed region: {escaped:.3f} ms per call ran after the "
-            f"candidate's end event (on another stream or thread), {inside:.3f} ms inside it"
-        )
-    return ""
-
-
-def timed_output_problem(timed: dict[str, Any]) -> str:
-    """Why the candidate's outputs during timing cannot be believed, or "" (pure).
-
-    `timed` is the worker's count over the timed calls: every output was poisoned before each
-    call, so an element still holding the poison was never written, and in rounds where the
-    candidate ran first its output was compared with the reference kernel's on the same inputs.
-    """
-    calls, checked = int(timed.get("calls", 0)), int(timed.get("checked", 0))
-    for name, counts in sorted(timed.get("outputs", {}).items()):
-        if counts.get("unwritten"):
-            return (
-                f"output '{name}' not fully written during timing: {counts['unwritten_calls']} "
-                f"of {calls} timed calls left elements untouched ({counts['unwritten']:,} in "
-                f"all); the kernel behaves differently when timed"
-            )
-        if counts.get("mismatched"):
-            return (
-                f"output '{name}' wrong during timing: {counts['mismatched_calls']} of "
-                f"{checked} checked timed calls differ from the reference kernel on the same "
-                f"inputs ({counts['mismatched']:,} elements); the kernel behaves differently "
-                f"when timed"
-            )
-    return ""

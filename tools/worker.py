@@ -1,9 +1,10 @@
-"""The sandboxed worker: `python -m kernelwright.tools.worker`, one process per candidate.
+"""The sandboxed worker: `python -m kernelwright.tools.worker`, one process per role and check.
 
-It reads one job from the controller, compiles, runs the trials and the timing rounds, and sends
-raw outputs and raw samples back. It never sees expected outputs and never decides a verdict:
-the controller does both. Anything the kernel or its Python glue prints lands in the worker's
-log, not on the result channel.
+It reads one job from the controller and answers as protocol.py writes down: expected outputs
+(the reference's worker), outputs of the candidate's trials, timing rounds (both), a compiled
+cubin (the compile worker). It never sees what another worker computed and never decides a
+verdict: the controller does. Anything the kernel or its Python glue prints lands in the
+worker's log, not on the result channel.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 
 from .confine import confine
 from .protocol import FrameReader, write_message
+
+QUIET_US = 500.0  # an empty launch slower than this: another context holds the GPU
 
 
 def _harden(limits: dict[str, int], notes: list[str]) -> list[str]:
@@ -63,25 +66,43 @@ def _device() -> dict[str, Any]:
     }
 
 
-def _warm() -> None:
-    """A spare worker, before its job: import what every check needs and run the harness's own
-    small kernels once, so the imports and CuPy's module loads (lazy, a few hundred ms in all)
-    happen while it waits and not inside a check. Runs before any candidate code is loaded."""
-    import cupy
-    import numpy as np
+def _seed_cache(args: list[str]) -> None:
+    """Copy the harness's compiled kernels from the shared cache (read-only here) into this
+    worker's own: its candidate may write its own cache, never the shared one."""
+    import shutil
 
-    from . import kernelbench, rounds, runners, spec, timing  # noqa: F401 - imported to warm
+    if "--seed-cache" not in args:
+        return
+    source = Path(args[args.index("--seed-cache") + 1])
+    target = Path(os.environ.get("CUPY_CACHE_DIR", "cupy"))
+    target.mkdir(parents=True, exist_ok=True)
+    for f in source.glob("*") if source.is_dir() else ():
+        if f.is_file() and f.stat().st_size < (64 << 20):
+            shutil.copyfile(f, target / f.name)
+
+
+def _warm(torch: bool) -> None:
+    """Before its job: import what every check needs and run the harness's own kernels once,
+    so the imports and module loads happen while a spare waits, not inside a check. Runs
+    before any candidate code is loaded."""
+    import cupy
+
+    from . import kernelbench, kernels, rounds, runners, sketch, spec, timing  # noqa: F401
 
     arg = spec.ArgSpec(name="x", dtype="float32", shape=("4",), role="in")
     x = runners.generate(arg, (4,), 1)
     runners.checksum(x)
     runners.broken_guards({"x": x})
-    rounds.perturb_cupy([x], 1, 0)
-    tally = cupy.zeros(3, dtype=cupy.uint64)
-    rounds.count_poisoned(x.view(cupy.uint32), np.uint32(0), tally)
-    rounds.count_mismatched(x, x, np.float64(0), np.float64(0), tally)
+    sketch.sketch(x.data.ptr, x.size, "float32", (1, 2))
+    kernels.function("kw_l2_flush")
     cupy.cuda.runtime.deviceSynchronize()
     runners.release_guards()
+    if torch:
+        import torch as torch_module
+
+        from . import torch_roles  # noqa: F401
+
+        torch_module.ones(1, device="cuda").sum().item()
 
 
 def _task(job: dict[str, Any]) -> Any:
@@ -101,6 +122,8 @@ class Worker:
         self, reader: FrameReader | None, out_fd: int, job: dict[str, Any], scratch: Path
     ) -> None:
         self.reader, self.out_fd, self.job, self.scratch = reader, out_fd, job, scratch
+        for name, text in job.get("files", {}).items():  # the view shows none of the user's
+            (scratch / Path(name).name).write_text(text)
         self.task = _task(job)
         self.clock: Any = None  # timing primitives, when bound before a candidate loads
 
@@ -112,17 +135,65 @@ class Worker:
 
         cupy.cuda.runtime.deviceSynchronize()
 
+    @property
+    def arch(self) -> str:
+        return "sm_" + self.job["device"]["cc"]
+
+    def command(self) -> dict[str, Any]:
+        assert self.reader is not None
+        cmd, _ = self.reader.read_message(time.monotonic() + 3600)
+        return cmd
+
+    def serve(self, rounds: Any, post: Any = None) -> None:
+        """Answer the controller's timing commands until it says done. Python's garbage
+        collector runs once, in the warm-up, and stays off through the rounds, as timeit does:
+        a collection costs tens of milliseconds in a process with torch loaded, and would fall
+        into whichever batch crosses its threshold."""
+        import gc
+
+        from .rounds import seeds_of, warm_up
+
+        while True:
+            cmd = self.command()
+            kind = cmd.get("cmd")
+            if kind == "warmup":
+                rounds.start(int(cmd.get("model_seed", 0)))
+                warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
+                gc.collect()
+                gc.disable()
+                self.send({"type": "warm"})
+            elif kind == "round":
+                reply: dict[str, Any] = {"type": "round"}
+                if cmd.get("probe"):  # a batch's first round: wait until no other context runs
+                    first = quiet = self.clock.quiet_us()
+                    waited = time.perf_counter()
+                    while quiet > QUIET_US and time.perf_counter() - waited < 2.0:
+                        time.sleep(0.002)
+                        quiet = self.clock.quiet_us()
+                    reply |= {"quiet_us": first, "settled_us": quiet}
+                reply["result"] = rounds.round(*seeds_of(cmd["round"]))
+                self.send(reply)
+            elif kind == "post" and post is not None:
+                gc.enable()
+                post("post", cmd["trial"])
+            else:
+                gc.enable()
+                self.send({"type": "done"})
+                return
+
     # --- CUDA tasks -------------------------------------------------------------------------
     def cuda_reference(self) -> None:
         import cupy
 
+        from .expr import evaluate
+        from .rounds import CudaRounds
         from .runners import CudaRunner, checksum, load_module, release_guards
+        from .timing import Clock
 
         task = self.task
-        arch = "sm_" + self.job["device"]["cc"]
-        runner = CudaRunner(
-            task, task.source, None, self.scratch, self.job["backend"], arch, "reference"
-        )
+        source = (task.source, self.job["backend"], self.arch)
+        runner = CudaRunner(task, None, self.scratch, "reference", source=source)
+        assert runner.compile_result is not None
         if not runner.compile_result.ok:
             self.send(
                 {
@@ -134,32 +205,29 @@ class Worker:
             return
         ref_fn = None
         if task.reference_python:
-            file, func = task.reference_python.rsplit(":", 1)
-            ref_fn = getattr(load_module(file, "kw_reference"), func)
+            func = task.reference_python.rsplit(":", 1)[1]
+            ref_fn = getattr(
+                load_module(str(self.scratch / "kw_reference.py"), "kw_reference"), func
+            )
         for i, trial in enumerate(self.job["trials"]):
             sizes, seed = trial["sizes"], trial["seed"]
             release_guards()
-            ins = runner.inputs(sizes, seed)
+            ins = runner.inputs(sizes, seed, trial.get("inits"))
             sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
             expected, dtypes = [], []
             if ref_fn is not None:
                 kwargs: dict[str, Any] = {}
                 for a in task.args:
                     if a.role == "scalar":
-                        from . import expr
-
-                        kwargs[a.name] = expr.evaluate(a.value, sizes)
-                    else:
-                        x = ins.get(a.name)
-                        if x is None:
-                            continue
+                        kwargs[a.name] = evaluate(a.value, sizes)
+                    elif a.name in ins:
+                        x = ins[a.name]
                         kwargs[a.name] = x.astype(cupy.float64) if x.dtype.kind == "f" else x.copy()
                 result = ref_fn(cupy, **kwargs)
                 for a in task.args:
                     if a.role in ("out", "inout"):
                         want = task.shape(a, sizes)
-                        big = math.prod(want) > (4 << 20)  # large: sent in the output's own dtype
-                        dt = cupy.float64 if a.dtype.startswith("float") and not big else a.dtype
+                        dt = reference_dtype(a.dtype, math.prod(want))
                         arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
                         if tuple(arr.shape) != want:
                             raise ValueError(
@@ -179,27 +247,26 @@ class Worker:
             self.send(
                 {"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected
             )
+        release_guards()
+        self.clock = Clock(self.job["device"]["l2_bytes"], queue_ahead=True)
+        self.serve(CudaRounds(task, runner, self.clock, int(self.job.get("poison", 0x7FC00001))))
 
-    def cuda_candidate(self) -> None:
+    def cuda_candidate(self, cubin: bytes | None) -> None:
+        from .rounds import CudaRounds
         from .runners import CudaRunner, broken_guards, checksum, release_guards
         from .spec import LaunchSpec
+        from .timing import Clock
 
         task = self.task
-        arch = "sm_" + self.job["device"]["cc"]
         cand = self.job["candidate"]
         launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-        runner = CudaRunner(
-            task, cand["source"], launch, self.scratch, self.job["backend"], arch, "candidate"
-        )
-        self.send({"type": "compiled", "result": runner.compile_result.model_dump()})
-        if not runner.compile_result.ok:
-            return
+        runner = CudaRunner(task, launch, self.scratch, "candidate", cubin=cubin)
 
         def trial_run(label: Any, trial: dict[str, Any]) -> None:
             for run, poison in enumerate(trial["poisons"]):
                 sizes = trial["sizes"]
                 release_guards()
-                ins = runner.inputs(sizes, trial["seed"])
+                ins = runner.inputs(sizes, trial["seed"], trial.get("inits"))
                 arrays = {**ins, **runner.outputs(sizes, poison)}
                 runner.launch(arrays, sizes)
                 self.sync()
@@ -210,118 +277,62 @@ class Worker:
 
         for i, trial in enumerate(self.job["trials"]):
             trial_run(i, trial)
-        # The reference kernel, for the timing rounds: compiled while the controller still
-        # gathers the reference's outputs, so the timing does not wait for it.
-        ref = CudaRunner(
-            task, task.source, None, self.scratch, self.job["backend"], arch, "reference"
-        )
-        assert self.reader is not None
-        command, _ = self.reader.read_message(time.monotonic() + 3600)
-        if command.get("cmd") != "time":
-            return
-        self.cuda_timing(ref, runner, command)
-        trial_run("post", command["post_trial"])
-
-    def cuda_timing(self, ref: Any, runner: Any, command: dict[str, Any]) -> None:
-        """Reference and candidate alternated in rounds on the same input sets, each writing its
-        own outputs; the rounds' hooks poison and check the candidate's (rounds.py)."""
-        import random
-        import secrets
-
-        from .rounds import CudaTimedChecks
-        from .runners import release_guards
-
-        task, bench = self.task, self.task.bench
-        poison = int(command.get("poison", 0x7FC00001))
-        pristine = [ref.inputs(bench, s) for s in command["seeds"]]
-        inouts = [a.name for a in task.args if a.role == "inout"]
-        sides = {
-            side: [
-                {**p, **{n: p[n].copy() for n in inouts}, **ref.outputs(bench, poison)}
-                for p in pristine
-            ]
-            for side in ("ref", "cand")
-        }
-        checks = CudaTimedChecks(task, pristine, sides, poison, command.get("perturb_seed", 0))
-        calls = {
-            "ref": [ref.bind(arrays, bench) for arrays in sides["ref"]],
-            "cand": [runner.bind(arrays, bench) for arrays in sides["cand"]],
-        }
-        self.timing(
-            {name: (lambda k, c=c: c[k]()) for name, c in calls.items()},
-            len(pristine),
-            hooks=checks,
-            shuffle=random.Random(secrets.randbits(64)),  # unpredictable to the kernel
-            extra=lambda: ({"timed": checks.report()}, []),
-            queue_ahead=True,
-        )
-        calls.clear()
-        sides.clear()
-        pristine.clear()
         release_guards()
+        self.clock = Clock(self.job["device"]["l2_bytes"], queue_ahead=True)
+        rounds = CudaRounds(task, runner, self.clock, int(self.job.get("poison", 0x7FC00001)))
+        self.serve(rounds, post=trial_run)
 
-    def cuda_profile(self) -> None:
-        """One launch at the bench size, for Nsight Compute to profile."""
+    def cuda_run_once(self, cubin: bytes | None) -> None:
+        """One launch at `sizes` (default: the bench size), for Nsight Compute or
+        compute-sanitizer to watch; no channel, the job comes as a file."""
         from .runners import CudaRunner
         from .spec import LaunchSpec
 
         cand = self.job["candidate"]
         launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-        runner = CudaRunner(
-            self.task,
-            cand["source"],
-            launch,
-            self.scratch,
-            self.job["backend"],
-            "sm_" + self.job["device"]["cc"],
-            "candidate",
-        )
-        self.send({"type": "compiled", "result": runner.compile_result.model_dump()})
-        if runner.compile_result.ok:
-            sizes = self.task.bench
-            arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
-            runner.launch(arrays, sizes)
-            self.sync()
+        runner = CudaRunner(self.task, launch, self.scratch, "candidate", cubin=cubin)
+        sizes = self.job.get("sizes") or self.task.bench
+        arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
+        runner.launch(arrays, sizes)
+        self.sync()
 
-    def timing(
-        self,
-        timed: dict[str, Any],
-        n_sets: int,
-        rounds: int | None = None,
-        hooks: Any = None,
-        shuffle: Any = None,
-        extra: Any = None,
-        queue_ahead: bool = False,
-        budget_scale: float = 1.0,
-        max_rounds: int = 300,
-        cap_s: float | None = None,
-    ) -> None:
-        """Run the timing rounds and send the raw samples, with what `extra()` adds."""
-        from .timing import Clock, measure
+    def sanitize(self, cubin: bytes | None) -> None:
+        """Each sanitizer tool over a one-shot child in this worker's own confinement; the raw
+        output goes to the controller, which alone reads it (sanitize.py)."""
+        import subprocess
 
-        clock = self.clock or Clock(self.job["device"]["l2_bytes"], queue_ahead)
-        t0 = time.perf_counter()
-        raw = measure(
-            clock,
-            timed,
-            n_sets,
-            budget_s=self.job.get("timing_budget_s", 0.6) * budget_scale,
-            max_rounds=max_rounds,
-            cap_s=cap_s,
-            rounds=rounds,
-            hooks=hooks,
-            shuffle=shuffle,
-        )
-        clock.sync()
-        header = {
-            "type": "timing",
-            **raw,
-            "wall_ms": (time.perf_counter() - t0) * 1e3,
-            "input_sets": n_sets,
-        }
-        more, payload = extra() if extra else ({}, [])
-        tampered = [*header.pop("tampered", []), *more.pop("tampered", [])]
-        self.send({**header, **more, "tampered": tampered}, payload)
+        (self.scratch / "once.json").write_text(json.dumps({**self.job, "role": "once"}))
+        if cubin:
+            (self.scratch / "once.cubin").write_bytes(cubin)
+        child = [sys.executable, "-m", "kernelwright.tools.worker", "--job", "once.json", "--plain"]
+        # Every array its own allocation, so memcheck knows where each one ends: no pools.
+        env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+        out = {}
+        for tool in self.job["tools"]:
+            cmd = [self.job["sanitizer"], "--tool", tool, "--print-limit", "10"]
+            if tool == "racecheck":  # every hazard, not only those it is sure corrupt data
+                cmd += ["--racecheck-detect-level", "info"]
+            cmd += child
+            try:
+                proc = subprocess.run(
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=float(self.job.get("timeout_s", 600)),
+                    cwd=self.scratch,
+                    env=env,
+                )
+                out[tool] = (proc.stdout + proc.stderr)[-200_000:]
+            except subprocess.TimeoutExpired:
+                out[tool] = f"timed out after {self.job.get('timeout_s', 600)} s"
+        self.send({"type": "sanitized", "tools": out})
+
+
+def reference_dtype(dtype: str, elements: int) -> str:
+    """What a float64 reference's outputs travel as: float64, but in the output's own dtype
+    when large (a float32 expectation of 64M elements is 256 MB instead of 512)."""
+    return "float64" if dtype.startswith("float") and elements <= (4 << 20) else dtype
 
 
 def _writable() -> list[str]:
@@ -330,44 +341,112 @@ def _writable() -> list[str]:
     return [os.getcwd()] + [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--writable"]
 
 
+def _readable() -> list[str]:
+    args = sys.argv[1:]
+    return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--seed-cache"]
+
+
+def _compile_worker(proto_out: int, reader: FrameReader, notes: list[str]) -> None:
+    """Compile one candidate, where only the CUDA headers can be opened (see main)."""
+    from .compile import compile_kernel
+
+    job, _ = reader.read_message(time.monotonic() + 3600)
+    narrowed = any(n.startswith("file system: narrowed") for n in notes)
+    result, cubin = compile_kernel(
+        job["backend"],
+        job["source"],
+        job["entry"],
+        job["arch"],
+        "candidate.cu",
+        screen=not narrowed,
+    )
+    header = {"type": "compiled", "result": result.model_dump(), "notes": notes}
+    write_message(proto_out, header, [cubin] if cubin else [])
+
+
+def _compile_view() -> tuple[Any, list[str] | None]:
+    """What the compile worker loads before its view narrows, and what stays visible after:
+    the CUDA headers alone, for NVRTC; nvcc needs the host's compiler (compile.py checks what
+    it opened instead)."""
+    backend = sys.argv[sys.argv.index("--compile-only") + 1]
+
+    def prepare() -> None:
+        from .compile import compile_kernel, cuda_include_dir
+
+        compile_kernel(
+            backend, 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "k", "sm_90"
+        )
+        cuda_include_dir()
+
+    if backend != "nvrtc":
+        return prepare, None
+    from .compile import cuda_include_dir
+
+    include = cuda_include_dir()
+    return prepare, [include] if include else []
+
+
 def main() -> None:
-    profiled = len(sys.argv) == 3 and sys.argv[1] == "--job"  # under a profiler: no channel
-    # First, while this process has one thread and no CUDA context (profiling needs the
-    # profiler's own files and sockets, and runs device code only: left as it is).
-    confined = [] if profiled else confine(_writable())
+    args = sys.argv
+    once = len(args) >= 3 and args[1] == "--job"  # under ncu or compute-sanitizer: no channel
+    compile_only = "--compile-only" in args
+    if "--cpus" in args:
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(0, {int(c) for c in args[args.index("--cpus") + 1].split(",")})
+    null = os.open(os.devnull, os.O_RDWR)  # before the view: the compile worker's has no /dev
+    # First, while this process has one thread and no CUDA context (a watched run needs the
+    # profiler's own files and sockets, and runs device code the verifier already passed).
+    if once:
+        confined: list[str] = []
+    elif compile_only:
+        prepare, narrow = _compile_view()
+        confined = confine(_writable(), prepare=prepare, narrow=narrow)
+    else:
+        confined = confine(_writable(), readable=_readable())
     proto_in, proto_out = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
-    compile_only = "--compile-only" in sys.argv  # the loop's compile step: no GPU needed
     try:
-        device = {} if compile_only else _device()  # a spare worker waits with CUDA up
-        if device and "--writable" in sys.argv:  # harness kernels cached: a spare, warmed up
-            _warm()
-        if profiled:
-            job = json.loads(Path(sys.argv[2]).read_text())
-            reader, proto_out = None, null
-        else:
-            reader = FrameReader(proto_in)
-            job, _ = reader.read_message(time.monotonic() + 3600)
-        notes = _harden(job.get("limits", {}), confined)
         if compile_only:
-            from .compile import compile_kernel
-
-            result, _ = compile_kernel(
-                job["backend"], job["source"], job["entry"], job["arch"], "candidate.cu"
-            )
-            write_message(proto_out, {"type": "compiled", "result": result.model_dump()})
+            _compile_worker(proto_out, FrameReader(proto_in), confined)
             write_message(proto_out, {"type": "done"})
             return
+        _seed_cache(args)
+        if "--plain" in args:  # under compute-sanitizer: no guard bands, no memory pool
+            import cupy
+
+            from . import runners
+
+            cupy.cuda.set_allocator(None)
+            runners.GUARD_BYTES = 0
+        device = _device()  # a spare worker waits with CUDA up, warm
+        if not once:  # under a profiler, the harness's own kernels would be profiled too
+            _warm(torch="--warm" in args)
+        arrays: list[Any] = []
+        if once:
+            job = json.loads(Path(args[2]).read_text())
+            reader, proto_out = None, null
+            cubin_file = Path(args[2]).with_suffix(".cubin")
+            arrays = [cubin_file.read_bytes()] if cubin_file.is_file() else []
+        else:
+            reader = FrameReader(proto_in)
+            job, arrays = reader.read_message(time.monotonic() + 3600)
+        notes = _harden(job.get("limits", {}), confined)
         write_message(proto_out, {**device, "notes": notes})
         job["device"] = {**device, **job.get("device", {})}
         worker = Worker(reader, proto_out, job, Path.cwd())
         kind, role = worker.task.kind, job["role"]
-        if kind == "cuda" and role == "profile":
-            worker.cuda_profile()
+        cubin = bytes(arrays[0]) if arrays else None
+        if role == "sanitize":
+            worker.sanitize(cubin)
+        elif kind == "cuda" and role == "once":
+            worker.cuda_run_once(cubin)
+        elif role == "once":
+            from .torch_roles import torch_once
+
+            torch_once(worker)
         elif kind == "cuda":
-            worker.cuda_reference() if role == "reference" else worker.cuda_candidate()
+            worker.cuda_reference() if role == "reference" else worker.cuda_candidate(cubin)
         else:
             from .torch_roles import torch_candidate, torch_reference
 

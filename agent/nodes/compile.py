@@ -38,7 +38,9 @@ def compile_candidate(state: LoopState, runtime: Runtime[LoopContext]) -> dict[s
                     "compile_log": f"error: {exc.field}: {exc.problem}",
                     "repairs": state.get("repairs", 0) + 1,
                 }
-            result = compile_in_sandbox(proposal.source, task.entry, ctx.arch, ctx.compile_backend)
+            result, _ = compile_in_sandbox(
+                proposal.source, task.entry, ctx.arch, ctx.compile_backend
+            )
         else:
             result = check_model_new(proposal.source, task.source)
     if result.ok:

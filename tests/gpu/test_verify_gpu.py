@@ -24,7 +24,7 @@ def test_reference_against_itself_reads_one(verifier: Verifier, name: str) -> No
     assert report.verdict == "correct", report.reason
     assert report.check is not None and report.check.reference == "float64 reference"
     assert len(report.check.trials) >= 6
-    assert sum(t.held_out for t in report.check.trials) == 1
+    assert sum(t.held_out for t in report.check.trials) >= 2  # a small size, and large ones
     assert report.timing is not None
     assert 0.98 <= report.timing.speedup <= 1.02, report.timing
 

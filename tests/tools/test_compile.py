@@ -96,12 +96,40 @@ def test_dangerous_includes_are_refused_before_compiling(
 ) -> None:
     src = line + "\n" + TRIVIAL
     assert include_problem(src)
-    monkeypatch.setenv("PATH", "")  # nvcc could not be found: the refusal must come first
-    for compile_fn in (compile_nvrtc, compile_nvcc):
-        result, cubin = compile_fn(src, "k", "sm_90")
-        assert not result.ok and cubin is None
-        assert "#include" in result.first_error and "may be included" in result.first_error
-        assert result.duration_ms < 100
+    result, cubin = compile_nvrtc(src, "k", "sm_90")
+    assert not result.ok and cubin is None
+    assert "#include" in result.first_error and "may be included" in result.first_error
+    assert result.duration_ms < 100
+
+
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+@NVCC
+@pytest.mark.parametrize(
+    "line",
+    [
+        '#include "/etc/os-release"',
+        '#include \\\n"/etc/os-release"',
+        '%:include "/etc/os-release"',
+        "#include <../../../../../../etc/os-release>",
+        '#include \f"/etc/os-release"',  # a form feed the source filter never read
+        'int n = 1\'024;\n#include "/etc/os-release"',  # a digit separator
+    ],
+)
+def test_nvcc_refuses_what_its_preprocessor_opened_without_showing_it(line: str) -> None:
+    src = line + "\n" + TRIVIAL
+    result, cubin = compile_nvcc(src, "k", "sm_90")
+    assert not result.ok and cubin is None
+    assert "os-release" in result.first_error and "may be included" in result.first_error
+    assert "NAME=" not in result.log and "ID=" not in result.log  # the file's text never shows
+
+
+@NVCC
+def test_nvcc_compiles_with_cuda_headers() -> None:
+    src = "#include <cuda_fp16.h>\n" + TRIVIAL
+    result, cubin = compile_nvcc(src, "k", "sm_90")
+    assert result.ok and cubin, result.log
 
 
 # Recorded from nvcc 13 (--resource-usage) with a __noinline__ device function; big's spill

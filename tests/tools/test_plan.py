@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from kernelwright.tools.correctness import poison_bits, unwritten
+from kernelwright.tools.plan import awkward, held_out_sizes, large_sizes, plan_trials
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
-from kernelwright.tools.verify import held_out_sizes, plan_trials
 from tests.conftest import EXAMPLES
 
 TASKS = ["gelu", "rowsum", "softmax", "matmul", "stencil", "transpose"]
@@ -28,20 +28,72 @@ def test_plan_for_examples(name: str, seed: int) -> None:
     assert isinstance(task, CudaTask)
     trials, post = plan_trials(task, random.Random(seed))
     assert len(trials) >= 5
-    # Before timing, only sizes smaller than the bench size; the bench size is the post trial.
+    # Before timing, never the bench size itself: that is the post trial.
     assert all(t.sizes != task.bench for t in trials)
-    assert len({tuple(sorted(t.sizes.items())) for t in trials}) >= 2
+    assert len({tuple(sorted(t.sizes.items())) for t in trials}) >= 3
     held = [t for t in trials if t.held_out]
-    assert len(held) == 1
-    assert held[0].sizes != task.bench and held[0].sizes not in task.checks
-    assert set(held[0].sizes) == set(task.bench)
+    assert len(held) >= 2  # a small one, and large ones near the bench size
+    for t in held:
+        assert t.sizes != task.bench and t.sizes not in task.checks
+        assert set(t.sizes) == set(task.bench)
+    big = [
+        t
+        for t in held
+        if _elements(task, t.sizes)
+        > _elements(task, max(task.checks, key=lambda c: _elements(task, c)))
+    ]
+    assert big, "no held-out size larger than every check size"
+    assert any(_elements(task, t.sizes) > _elements(task, task.bench) for t in held), (
+        "none above bench"
+    )
     seeds = [t.seed for t in (*trials, post)]
     assert len(set(seeds)) == len(seeds)
-    for t in trials:  # the correctness trials: two runs with different poison
-        assert len(t.poisons) == 2
-        assert poison_bits("float32", t.poisons[0]) != poison_bits("float32", t.poisons[1])
-        assert _is_nan32(t.poisons[0]) and not _is_nan32(t.poisons[1])
+    for t in trials:
+        assert (
+            poison_bits("float32", t.poisons[0]) != poison_bits("float32", t.poisons[-1])
+            or len(t.poisons) == 1
+        )
+        assert _is_nan32(t.poisons[0])
+        if len(t.poisons) == 2:
+            assert not _is_nan32(t.poisons[1])
     assert post.sizes == task.bench and not post.held_out and len(post.poisons) == 1
+
+
+def _elements(task: CudaTask, sizes: dict[str, int]) -> int:
+    return sum(int(np.prod(task.shape(a, sizes))) for a in task.args if a.role != "scalar")
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_large_held_out_sizes_are_awkward_and_fit(name: str) -> None:
+    task = load_task(EXAMPLES / name)
+    assert isinstance(task, CudaTask)
+    for seed in range(20):
+        rng = random.Random(seed)
+        below, above = large_sizes(task, rng, False), large_sizes(task, rng, True)
+        assert below is not None and above is not None
+        for n, bench in task.bench.items():
+            assert below[n] <= bench and above[n] >= bench
+            if bench > 64 and task.multiple_of.get(n, 1) == 1:  # the classic off-by-ones
+                assert below[n] % 32 == 1 and above[n] % 32 == 31, (below, above)
+        assert _elements(task, above) <= 1.3 * _elements(task, task.bench)
+
+
+def test_awkward_keeps_the_multiple_a_task_requires() -> None:
+    for seed in range(50):
+        rng = random.Random(seed)
+        v = awkward(4096, 8, rng)
+        assert v % 8 == 0 and (v // 8) % 2 == 1 and abs(v - 4096) <= 320
+        assert awkward(1000, 1, rng) % 2 == 1
+
+
+def test_a_task_declaring_a_wider_domain_gets_trials_drawn_from_it() -> None:
+    task = load_task(EXAMPLES / "softmax")
+    assert isinstance(task, CudaTask)
+    x = task.args[0].model_copy(update={"check": ("uniform:-30000:30000", "normal:1000")})
+    task = task.model_copy(update={"args": (x, *task.args[1:])})
+    trials, _ = plan_trials(task, random.Random(1))
+    wide = [t.inits for t in trials if t.inits]
+    assert wide == [{"x": "uniform:-30000:30000"}, {"x": "normal:1000"}]
 
 
 def test_held_out_sizes_respect_multiple_of() -> None:
@@ -54,20 +106,19 @@ def test_held_out_sizes_respect_multiple_of() -> None:
         assert sizes["N"] not in (1000, 65536, task.bench["N"])
 
 
-def test_kernelbench_held_out_changes_batch_size() -> None:
+def test_kernelbench_held_out_batches_on_both_sides_of_the_problems() -> None:
     task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
     for seed in range(10):
         trials, post = plan_trials(task, random.Random(seed))
-        held = [t for t in trials if t.held_out]
-        assert len(held) == 1
-        assert set(held[0].sizes) == {"batch_size"} and held[0].sizes["batch_size"] != 128
+        held = sorted(t.sizes["batch_size"] for t in trials if t.held_out)
+        assert len(held) == 2 and held[0] < 128 < held[1]
         assert post.sizes == {} and all(t.sizes == {} for t in trials if not t.held_out)
 
 
 def test_two_poisons_differ_for_8_bit_outputs() -> None:
     task = load_task(EXAMPLES / "gelu")
-    trials, _ = plan_trials(task, random.Random(49))  # a seed where the low bytes collide
-    poisons = list(trials[4].poisons)
+    trials, _ = plan_trials(task, random.Random(49))
+    poisons = list(next(t for t in trials if len(t.poisons) == 2).poisons)
     # a kernel that wrote every element, each with the value 0x30, in both runs
     written = [np.full(16, 0x30, dtype=np.uint8), np.full(16, 0x30, dtype=np.uint8)]
     assert unwritten("y", written, poisons) == ""

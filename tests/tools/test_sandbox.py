@@ -129,3 +129,38 @@ def test_whole_process_group_is_killed(payload: Payload) -> None:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_outputs_larger_than_expected_are_refused_unread(payload: Payload) -> None:
+    # Six 1 GiB outputs announced: the controller must not hold (or wait for) any of them.
+    cmd = payload("""
+        import json, struct
+        header = {"type": "outputs", "meta": [{"dtype": "float32", "shape": [1 << 28]}] * 6,
+                  "arrays": [1 << 30] * 6}
+        raw = json.dumps(header).encode()
+        os.write(1, struct.pack(">Q", len(raw)) + raw)
+        time.sleep(30)
+    """)
+    from kernelwright.tools.protocol import Expect
+
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        start = time.monotonic()
+        with pytest.raises(WorkerFailure) as info:
+            box.receive(20, "running at N=1000", Expect(sizes=(4000,)))
+        assert time.monotonic() - start < 5
+    assert info.value.verdict == "wrong"
+    assert "float32 [268435456]" in info.value.reason and "expected 1 of 4,000" in info.value.reason
+
+
+def test_a_long_log_reaches_a_reason_cut(payload: Payload) -> None:
+    cmd = payload("""
+        sys.stderr.write("x" * (24 << 20) + "\\nlast words\\n")
+        sys.stderr.flush()
+        os._exit(3)
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        with pytest.raises(WorkerFailure) as info:
+            box.receive(20, "running")
+    assert "last words" in info.value.reason and len(info.value.reason) < 1000

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import math
+import random
+import statistics
 
 import pytest
 
-from kernelwright.tools.timing import host_clock_problem, roofline_floor_ms, speedup, summarize
+from kernelwright.tools.timing import (
+    host_clock_problem,
+    median_interval,
+    ratio_settled,
+    roofline_floor_ms,
+    speedup,
+    summarize,
+)
 
 
 def test_summarize_median_and_iqr() -> None:
@@ -53,15 +62,20 @@ def test_roofline_floor() -> None:
     assert roofline_floor_ms(None, None, 3350.0, 50.0) is None
 
 
-def test_speedup_balances_the_rounds_each_side_opened() -> None:
-    # The side that opens a round pays 20%: plain per-round ratios form two humps, 1.2 and 1/1.2.
-    ref = [1.2, 1.0, 1.2, 1.0, 1.2, 1.0]
-    cand = [1.0, 1.2, 1.0, 1.2, 1.0, 1.2]
-    first = ["ref", "cand"] * 3
-    ratio, iqr = speedup(ref, cand, first)
-    assert ratio == pytest.approx(1.0) and iqr == pytest.approx(0.0)
-    # a real 2x survives it
-    ratio, _ = speedup([2 * r for r in ref], cand, first)
-    assert ratio == pytest.approx(2.0)
-    # one side opened every round: nothing to balance, the plain median
-    assert speedup(ref, cand, ["ref"] * 6) == speedup(ref, cand)
+def test_the_median_interval_narrows_with_more_rounds() -> None:
+    rng = random.Random(4)
+    few = [rng.gauss(1.0, 0.1) for _ in range(20)]
+    many = [rng.gauss(1.0, 0.1) for _ in range(2000)]
+    lo, hi = median_interval(few)
+    assert lo < statistics.median(few) < hi
+    lo2, hi2 = median_interval(many)
+    assert hi2 - lo2 < (hi - lo) / 4 and lo2 < 1.0 < hi2
+
+
+def test_a_ratio_is_settled_once_its_interval_is_tight() -> None:
+    rng = random.Random(5)
+    ref = [1.0 + rng.gauss(0, 0.002) for _ in range(400)]
+    assert ratio_settled(ref, [0.5] * 400, 0.005)  # a quiet 2x: known within 0.5%
+    noisy = [1.0 + rng.gauss(0, 0.2) for _ in range(40)]
+    assert not ratio_settled(noisy, [1.0] * 40, 0.005)
+    assert not ratio_settled([1.0, 1.0], [1.0, 1.0], 0.5)  # too few to say

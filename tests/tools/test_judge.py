@@ -1,0 +1,290 @@
+"""The controller's judgement from recorded worker messages (no GPU): what a worker says about
+itself counts for nothing; only its raw outputs, checksums and sketches do, set against the
+reference's."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernelwright.tools import judge, sketch
+from kernelwright.tools.plan import Trial, poisons
+from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.task import load_task
+from tests.conftest import EXAMPLES
+
+N = 1000
+
+
+class _Unused:
+    """Stands in for a worker: hands back recorded (header, arrays) messages in order."""
+
+    def __init__(self, messages: list[tuple[dict[str, Any], list[bytes]]]) -> None:
+        self.messages = list(messages)
+
+    def receive(self, timeout_s: float, phase: str) -> tuple[dict[str, Any], list[bytes]]:
+        return self.messages.pop(0)
+
+    def send(self, header: dict[str, Any]) -> None:
+        pass
+
+
+@pytest.fixture
+def setup() -> tuple[CudaTask, Trial, np.ndarray, tuple[dict[str, Any], list[bytes]]]:
+    task = load_task(EXAMPLES / "gelu")
+    assert isinstance(task, CudaTask)
+    trial = Trial({"N": N}, seed=7, poisons=poisons(random.Random(1), 2))
+    expected = np.linspace(-0.2, 0.8, N)  # float64, as the reference worker sends it
+    ref = (
+        {"type": "expected", "checksums": {"x": "abc-4000"}, "dtypes": ["float64"]},
+        [expected.tobytes()],
+    )
+    return task, trial, expected, ref
+
+
+def _outputs(y: np.ndarray, sums: str = "abc-4000") -> tuple[dict[str, Any], list[bytes]]:
+    return {"type": "outputs", "checksums": {"x": sums}}, [y.astype(np.float32).tobytes()]
+
+
+def _judge(setup: Any, runs: list[tuple[dict[str, Any], list[bytes]]]) -> Any:
+    task, trial, _, ref = setup
+    return judge.trial_result(task, trial, ref, runs, "check")
+
+
+def test_correct_outputs_pass_with_their_errors(setup: Any) -> None:
+    y = setup[2]
+    result = _judge(setup, [_outputs(y), _outputs(y)])
+    assert result.ok and result.max_abs_err is not None and result.max_abs_err < 1e-7
+
+
+def test_an_element_left_with_the_poison_in_both_runs_is_unwritten(setup: Any) -> None:
+    _, trial, y, _ = setup
+    runs = []
+    for bits in trial.poisons:
+        out = y.astype(np.float32)
+        out.view(np.uint32)[5] = bits & 0xFFFFFFFF
+        runs.append(({"type": "outputs", "checksums": {"x": "abc-4000"}}, [out.tobytes()]))
+    result = _judge(setup, runs)
+    assert not result.ok
+    assert result.reason.startswith("output 'y' not fully written: 1 of 1,000 elements untouched")
+
+
+def test_runs_that_each_pass_but_disagree_are_caught(setup: Any) -> None:
+    y = setup[2]
+    tol = 1e-5 + 1e-5 * np.abs(y)
+    result = _judge(setup, [_outputs(y + 0.9 * tol), _outputs(y - 0.9 * tol)])
+    assert not result.ok and "differs between two runs" in result.reason
+
+
+def test_a_modified_input_is_named(setup: Any) -> None:
+    y = setup[2]
+    result = _judge(setup, [_outputs(y, sums="def-4000"), _outputs(y)])
+    assert not result.ok and result.reason == "input modified: 'x' differs after the call"
+
+
+def test_missing_or_short_outputs_are_rejected(setup: Any) -> None:
+    y = setup[2]
+    missing = _judge(
+        setup, [({"type": "outputs", "checksums": {"x": "abc-4000"}}, []), _outputs(y)]
+    )
+    assert not missing.ok and missing.reason == "returned 0 outputs, expected 1"
+    short = _judge(
+        setup,
+        [
+            (
+                {"type": "outputs", "checksums": {"x": "abc-4000"}},
+                [y[:-1].astype(np.float32).tobytes()],
+            ),
+            _outputs(y),
+        ],
+    )
+    assert not short.ok and short.reason == "y has the wrong size"
+
+
+def test_a_kernelbench_output_of_the_wrong_dtype_is_rejected() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    trial = Trial({}, seed=3, poisons=(1,))
+    expected = np.zeros((4, 8))
+    ref = (
+        {
+            "type": "expected",
+            "checksums": ["h1"],
+            "meta": [{"dtype": "float64", "shape": [4, 8]}],
+            "native": [{"dtype": "float32", "shape": [4, 8]}],
+        },
+        [expected.tobytes()],
+    )
+    half = (
+        {"type": "outputs", "checksums": ["h1"], "meta": [{"dtype": "float16", "shape": [4, 8]}]},
+        [np.zeros((4, 8), dtype=np.float16).tobytes()],
+    )
+    result = judge.trial_result(task, trial, ref, [half], "check")
+    assert not result.ok
+    assert result.reason == "output 0 is float16 [4, 8], expected float32 [4, 8]"
+
+
+def test_a_write_past_an_output_is_named(setup: Any) -> None:
+    y = setup[2]
+    head, arrays = _outputs(y)
+    result = _judge(setup, [({**head, "guards": ["y"]}, arrays), _outputs(y)])
+    assert not result.ok and result.reason.startswith("wrote outside 'y'")
+
+
+def test_a_problem_the_worker_reports_rejects() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    trial = Trial({}, seed=3, poisons=(1,))
+    ref = (
+        {"type": "expected", "checksums": ["h1"], "meta": [{"dtype": "float64", "shape": [2]}]}
+        | {"native": [{"dtype": "float32", "shape": [2]}]},
+        [np.zeros(2).tobytes()],
+    )
+    lazy = ({"type": "outputs", "problem": "forward() returned Lazy, not a torch.Tensor"}, [])
+    result = judge.trial_result(task, trial, ref, [lazy], "check")
+    assert not result.ok and result.reason == "forward() returned Lazy, not a torch.Tensor"
+
+
+def _sketch(values: np.ndarray, signs: tuple[int, int] = (5, 6)) -> list[float]:
+    """What kernels.py's kw_sketch computes, in NumPy (the same signs from the same seeds)."""
+    idx = np.arange(values.size, dtype=np.uint64)
+
+    def mix(z: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return z ^ (z >> np.uint64(31))
+
+    v = values.astype(np.float64).ravel()
+    finite = np.isfinite(v)
+    w = [np.where(mix(np.uint64(s) ^ mix(idx)) & np.uint64(1), 1.0, -1.0) for s in signs]
+    f = np.where(finite, v, 0.0)
+    code = np.where(np.isnan(v), 1.0, np.where(v > 0, 2.0, 3.0)) * ~finite
+    return [
+        float((w[0] * f).sum()),
+        float((w[1] * f).sum()),
+        float(np.abs(f).sum()),
+        float((f * f).sum()),
+        float(np.isnan(v).sum()),
+        float((np.isposinf(v)).sum()),
+        float((np.isneginf(v)).sum()),
+        float((w[0] * code).sum()),
+    ]
+
+
+def _round(y: np.ndarray, **extra: Any) -> dict[str, Any]:
+    return {
+        "ms": 0.1,
+        "host_ms": 0.2,
+        "inputs": {"x": "abc"},
+        "inputs_after": {"x": "abc"},
+        "unwritten": {"y": 0},
+        "guards": [],
+        "sketch": {"y": _sketch(y)},
+        **extra,
+    }
+
+
+@pytest.fixture
+def gelu_rounds() -> tuple[CudaTask, np.ndarray]:
+    task = load_task(EXAMPLES / "gelu")
+    assert isinstance(task, CudaTask)
+    task = task.model_copy(update={"bench": {"N": 4096}})
+    y = np.random.default_rng(0).uniform(-1, 1, 4096).astype(np.float32)
+    return task, y
+
+
+def test_rounds_within_tolerance_pass_with_small_z(gelu_rounds: Any) -> None:
+    task, y = gelu_rounds
+    rng = np.random.default_rng(1)
+    ref = [_round(y)] * 20
+    cand = [_round(y + (rng.uniform(-1, 1, y.size) * 1e-6).astype(np.float32)) for _ in range(20)]
+    verdict, why, zs = judge.rounds_problem(task, ref, cand)
+    assert (verdict, why) == ("", "") and len(zs) == 40 and max(map(abs, zs)) < 1
+
+
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        lambda y: np.zeros_like(y),  # skipped the work
+        lambda y: np.roll(y, 1),  # a stale answer: the last round's, the wrong elements
+        lambda y: np.concatenate([y[:2048], y[2048:] * 0]),  # half the work
+        lambda y: y.astype(np.float16).astype(np.float32),  # lower precision only when timed
+    ],
+)
+def test_a_timed_output_that_is_not_the_references_is_caught(gelu_rounds: Any, cheat: Any) -> None:
+    task, y = gelu_rounds
+    ref = [_round(y)] * 10
+    cand = [_round(y)] * 9 + [_round(cheat(y))]  # right in 9 calls of 10
+    verdict, why, _ = judge.rounds_problem(task, ref, cand)
+    assert verdict == "wrong" and why.startswith("during timing (timed call 10 of 10): ")
+    assert why.endswith("the kernel behaves differently when timed")
+
+
+def test_errors_a_little_above_tolerance_in_every_call_are_caught_in_sum(gelu_rounds: Any) -> None:
+    task, y = gelu_rounds
+    rng = np.random.default_rng(2)
+    ref = [_round(y)] * 60
+    off = 3.5 * (1e-5 + 1e-5 * np.abs(y))  # 3.5 times the tolerance, every element and call
+    cand = [_round(y + (rng.choice([-1.0, 1.0], y.size) * off).astype(np.float32)) for _ in ref]
+    verdict, why, zs = judge.rounds_problem(task, ref, cand)
+    assert max(map(abs, zs)) < sketch.Z_MAX  # no single call is far enough out to be caught
+    assert verdict == "wrong" and why.startswith("during timing: outputs are consistently further")
+
+
+def test_nan_and_infinities_in_timed_outputs(gelu_rounds: Any) -> None:
+    task, y = gelu_rounds
+    nan, inf = y.copy(), y.copy()
+    nan[7], inf[9] = np.nan, np.inf
+    assert "has NaN at 1 elements" in judge.rounds_problem(task, [_round(y)], [_round(nan)])[1]
+    assert (
+        "1 infinities where the reference has 0"
+        in judge.rounds_problem(task, [_round(y)], [_round(inf)])[1]
+    )
+    moved = inf.copy()
+    moved[9], moved[10] = y[9], np.inf
+    assert judge.rounds_problem(task, [_round(inf)], [_round(moved)])[0] == "wrong"
+    assert judge.rounds_problem(task, [_round(inf)], [_round(inf)])[0] == ""
+
+
+def test_timed_inputs_changed_unwritten_or_guarded(gelu_rounds: Any) -> None:
+    task, y = gelu_rounds
+    ref = [_round(y)]
+    changed = judge.rounds_problem(task, ref, [_round(y, inputs_after={"x": "zzz"})])
+    assert changed[:2] == ("wrong", "input modified during timing (timed call 1 of 1): 'x'")
+    unwritten = judge.rounds_problem(task, ref, [_round(y, unwritten={"y": 3})])
+    assert unwritten[0] == "wrong" and "not fully written during timing" in unwritten[1]
+    guard = judge.rounds_problem(task, ref, [_round(y, guards=["y"])])
+    assert guard[:2] == ("wrong", "wrote outside 'y' during timing (timed call 1 of 1)")
+    other = judge.rounds_problem(task, ref, [_round(y, inputs={"x": "zzz"})])
+    assert other[0] == "implausible"
+
+
+def test_a_kernelbench_worker_with_other_inputs_for_the_same_seed_is_an_error() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    y = np.ones(8, dtype=np.float32)
+    ref = {
+        **_round(y),
+        "inputs": ["a"],
+        "inputs_after": ["a"],
+        "meta": [{"dtype": "float32", "shape": [8]}],
+    }
+    ref["sketch"] = {"output 0": ref.pop("sketch")["y"]}
+    cand = {**ref, "inputs": ["b"], "inputs_after": ["b"]}
+    verdict, why, _ = judge.rounds_problem(task, [ref], [cand])
+    assert verdict == "error" and "get_inputs()" in why
+    lazy = {**ref, "problem": "forward() returned Lazy, not a CUDA tensor"}
+    assert judge.rounds_problem(task, [ref], [lazy])[:2] == (
+        "wrong",
+        "during timing (timed call 1 of 1): forward() returned Lazy, not a CUDA tensor",
+    )
+
+
+def test_a_worker_announcing_other_arrays_than_the_references_is_refused_unread() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    ref = {"native": [{"dtype": "float32", "shape": [128, 1024]}]}
+    expect = judge.output_expect(task, Trial({}, seed=1, poisons=(1,)), ref)
+    assert expect.problem([128 * 1024 * 4]) == ""
+    assert "expected 1 of 524,288" in expect.problem([1 << 30] * 6)

@@ -1,0 +1,136 @@
+"""The controller's schedule of timing rounds, with recorded workers (no GPU): both sides get
+the same rounds in turn, R C C R; the candidate is paused whenever the reference runs; the
+rounds stop when the ratio is known or the budget is spent; a worker's malformed reply is a
+broken worker."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from kernelwright.tools import schedule
+from kernelwright.tools.sandbox import WorkerFailure
+
+
+class FakeWorker:
+    """Answers the schedule's commands as a worker would; logs what happens to it."""
+
+    def __init__(self, name: str, log: list[str], ms: float, noise: float = 0.0) -> None:
+        self.name, self.log, self.ms, self.noise = name, log, ms, noise
+        self.rng = random.Random(name)
+        self.pending: dict[str, Any] = {}
+        self.rounds_seen: list[list[int]] = []
+        self.paused = False
+
+    def pin(self, cpus: set[int]) -> None:
+        self.log.append(f"{self.name} pinned {sorted(cpus)}")
+
+    def spin(self, seconds: float) -> None:
+        self.log.append(f"{self.name} spin {seconds}")
+
+    def pause(self) -> None:
+        self.paused = True
+        self.log.append(f"{self.name} paused")
+
+    def resume(self) -> None:
+        self.paused = False
+        self.log.append(f"{self.name} resumed")
+
+    def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+        assert not self.paused, f"{self.name} was sent a command while paused"
+        self.pending = header
+
+    def receive(
+        self, timeout_s: float, phase: str, expect: Any = None
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        cmd = self.pending
+        if cmd["cmd"] == "warmup":
+            return {"type": "warm"}, []
+        if cmd["probe"]:
+            self.log.append(f"{self.name} rounds")
+        self.rounds_seen.append(cmd["round"])
+        result = {"ms": self.ms * (1 + self.rng.gauss(0, self.noise)), "host_ms": 2 * self.ms}
+        return {"type": "round", "quiet_us": 10.0, "settled_us": 10.0, "result": result}, []
+
+
+def _run(ref: Any, cand: Any, **budget: Any) -> schedule.Rounds:
+    return schedule.run(ref, cand, schedule.Budget(**budget), pin={2, 3})  # type: ignore[arg-type]
+
+
+def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
+    log: list[str] = []
+    ref, cand = FakeWorker("ref", log, 1.0), FakeWorker("cand", log, 0.5)
+    out = _run(ref, cand, min_rounds=32, batch=8, seconds=0.0)
+    turns = [e.split()[0] for e in log if e.endswith("rounds")]
+    assert turns == ["ref", "cand", "cand", "ref"] * 2  # R C C R, R C C R
+    for i, entry in enumerate(log):  # every reference batch inside a pause of the candidate
+        if entry == "ref rounds":
+            assert log[i - 1] == "cand paused" and log[i + 1] == "cand resumed"
+    assert ref.rounds_seen == cand.rounds_seen and len(ref.rounds_seen) == 32
+    assert len({tuple(r) for r in ref.rounds_seen}) == 32  # every round's seeds are fresh
+    assert "ref pinned [2, 3]" in log and "cand pinned [2, 3]" in log
+    assert len(out.walls) == 32 and all(w[4] == 1 for w in out.walls)  # per round
+    assert out.ms("ref") == [1.0] * 32 and out.ms("cand") == [0.5] * 32
+
+
+def test_quiet_rounds_stop_early_noisy_ones_run_to_the_budget() -> None:
+    quiet = _run(FakeWorker("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24)
+    assert len(quiet.ref) == 32  # the first even number of pairs past the minimum
+    noisy = _run(
+        FakeWorker("ref", [], 1.0, 0.3),
+        FakeWorker("cand", [], 0.5, 0.3),
+        min_rounds=24,
+        max_rounds=160,
+        seconds=60.0,
+    )
+    assert len(noisy.ref) == 160
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"type": "rounds", "rounds": []},
+        {"type": "rounds", "rounds": [{"ms": -1.0, "host_ms": 1.0}] * 8},
+        {"type": "rounds", "rounds": [{"ms": "fast", "host_ms": 1.0}] * 8},
+        {"type": "timing", "rounds": [{"ms": 1.0, "host_ms": 1.0}] * 8},
+    ],
+)
+def test_a_malformed_reply_is_a_broken_worker(reply: dict[str, Any]) -> None:
+    class Liar(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "warmup":
+                return {"type": "warm"}, []
+            return reply, []
+
+    with pytest.raises(WorkerFailure, match="no valid"):
+        _run(FakeWorker("ref", [], 1.0), Liar("cand", [], 0.5))
+
+
+def test_the_candidate_is_resumed_even_when_the_reference_fails() -> None:
+    log: list[str] = []
+
+    class Dying(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "warmup":
+                return {"type": "warm"}, []
+            raise WorkerFailure("crashed", "gone")
+
+    cand = FakeWorker("cand", log, 0.5)
+    with pytest.raises(WorkerFailure):
+        _run(Dying("ref", log, 1.0), cand)
+    assert log[-4:-2] == ["cand paused", "cand resumed"] and not cand.paused
+
+
+def test_no_worker_is_ever_told_a_round_before_it_starts() -> None:
+    """A candidate that reads its harness's memory must find no future round there."""
+    log: list[str] = []
+
+    class Watcher(FakeWorker):
+        def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+            super().send(header, arrays)
+            if header["cmd"] == "round":
+                assert len(header["round"]) == 3 and "rounds" not in header
+
+    _run(Watcher("ref", log, 1.0), Watcher("cand", log, 0.5), min_rounds=16)

@@ -1,0 +1,188 @@
+"""What a check runs, planned before anything starts: the trials (sizes, seeds, poisons, input
+distributions) and the rounds' seeds. Seeds come from `secrets`: nothing a candidate can know.
+
+Correctness is sampled widely, because a kernel can be right where it is looked at and wrong
+elsewhere: the task's check sizes; a small size it never shows; large, awkward sizes on both
+sides of the bench size (odd multiples of what the task requires, one past a warp or a tile,
+up to the bench size and a little beyond); and, where a task declares that its op is defined
+more widely than its usual inputs (`check` on an argument), inputs drawn from those too.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import expr
+from .kernelbench import KernelBenchTask
+from .spec import CudaTask
+
+ABOVE_BENCH_BYTES = 1.3  # an above-bench trial may use at most this much more memory than bench
+
+
+@dataclass(frozen=True)
+class Trial:
+    sizes: dict[str, int]
+    seed: int
+    poisons: tuple[int, ...]
+    held_out: bool = False
+    inits: dict[str, str] = field(default_factory=dict)  # argument: its distribution here
+
+    def job(self) -> dict[str, Any]:
+        return {
+            "sizes": self.sizes,
+            "seed": self.seed,
+            "poisons": list(self.poisons),
+            "inits": self.inits,
+        }
+
+
+def poisons(rng: random.Random, n: int) -> tuple[int, ...]:
+    """A quiet-NaN pattern (at 2, 4 and 8 bytes), then its complement, a large finite number:
+    the two differ at every width, so no correct value can look untouched in both runs."""
+    first = (
+        (0x7FF8 << 48)
+        | (rng.getrandbits(16) << 32)
+        | (0x7FC0 << 16)
+        | (0x7E00 | rng.getrandbits(8))
+    )
+    return (first, ~first & ((1 << 64) - 1))[:n]
+
+
+def _seed() -> int:
+    return secrets.randbits(31)
+
+
+def held_out_sizes(task: CudaTask, rng: random.Random) -> dict[str, int]:
+    """A small size never shown to the model: each size perturbed from a check size."""
+    sizes = {}
+    for name in task.bench:
+        base = rng.choice([c[name] for c in task.checks])
+        value = base + rng.randint(1, max(1, base // 2))
+        step = task.multiple_of.get(name, 1)
+        value = -(-value // step) * step
+        sizes[name] = min(value, max(task.bench[name], base))
+    if sizes in [dict(c) for c in task.checks]:  # rare: fall back to one more than a check size
+        sizes = {k: v + task.multiple_of.get(k, 1) for k, v in sizes.items()}
+    return sizes
+
+
+def awkward(
+    value: int,
+    step: int,
+    rng: random.Random,
+    lo: int = 1,
+    hi: int | None = None,
+    residue: int | None = None,
+) -> int:
+    """A size near `value` within [lo, hi], a multiple of `step`, that is a multiple of nothing
+    a kernel likes: an odd multiple of `step`, one off a multiple of 32 where `step` allows."""
+    k = max(1, value // step)
+    candidates = []
+    for delta in range(-40, 41):
+        v = (k + delta) * step
+        if v < max(1, lo) or (hi is not None and v > hi):
+            continue
+        score = (v // step) % 2 + (v % 32 in (1, 31)) + (v % 16 != 0) + (v % 4 != 0)
+        score += 4 * (residue is not None and v % 32 == residue)
+        candidates.append((score, -abs(delta), v))
+    if not candidates:
+        return max(lo, step)
+    best = max(s for s, _, _ in candidates)
+    return rng.choice([v for s, _, v in candidates if s == best])
+
+
+def _nbytes(task: CudaTask, sizes: dict[str, int]) -> int:
+    return sum(
+        math.prod(task.shape(a, sizes)) * np.dtype(a.dtype).itemsize
+        for a in task.args
+        if a.role != "scalar"
+    )
+
+
+def _valid(task: CudaTask, sizes: dict[str, int]) -> bool:
+    try:
+        for a in task.args:
+            if a.role != "scalar" and min(task.shape(a, sizes)) < 1:
+                return False
+        task.launch.resolve(sizes)
+    except (expr.ExprError, ValueError, ZeroDivisionError):
+        return False
+    return True
+
+
+def large_sizes(task: CudaTask, rng: random.Random, above: bool) -> dict[str, int] | None:
+    """An awkward size up to the bench size (`above`: a little past it, within memory)."""
+    for _ in range(20):
+        sizes = {}
+        for name, bench in task.bench.items():
+            step = task.multiple_of.get(name, 1)
+            target = (
+                bench + rng.randint(1, max(1, bench // 16))
+                if above
+                else int(bench * rng.uniform(0.5, 0.95))
+            )
+            # one short of a warp's multiple above the bench size, one past it below
+            lo, hi, residue = (bench + 1, None, 31) if above else (1, bench, 1)
+            sizes[name] = max(step, awkward(target, step, rng, lo, hi, residue))
+        shown = [dict(c) for c in task.checks] + [dict(task.bench)]
+        too_big = above and _nbytes(task, sizes) > ABOVE_BENCH_BYTES * _nbytes(task, task.bench)
+        if sizes not in shown and _valid(task, sizes) and not too_big:
+            return sizes
+    return None
+
+
+def plan_trials(
+    task: CudaTask | KernelBenchTask, rng: random.Random, min_trials: int = 5
+) -> tuple[list[Trial], Trial]:
+    """The trials before timing, and the post-timing trial at the bench size."""
+    if isinstance(task, CudaTask):
+        shapes = [dict(c) for c in task.checks]
+        bench: dict[str, int] = dict(task.bench)
+        trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
+        trials.append(Trial(held_out_sizes(task, rng), _seed(), poisons(rng, 2), held_out=True))
+        for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
+            large = large_sizes(task, rng, above)
+            if large is not None:
+                trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
+        wider = [a for a in task.args if a.check]
+        for i in range(max((len(a.check) for a in wider), default=0)):
+            inits = {a.name: a.check[i % len(a.check)] for a in wider}
+            trials.append(
+                Trial(
+                    max(shapes, key=lambda s: _nbytes(task, s)),
+                    _seed(),
+                    poisons(rng, 2),
+                    inits=inits,
+                )
+            )
+    else:
+        bench, shapes = {}, [{}]
+        trials = [Trial(bench, _seed(), poisons(rng, 1))]
+        batch = task.size_globals.get("batch_size")
+        # A problem without a batch_size global has one shape only: nothing can be held out.
+        if batch:
+            below = max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))
+            below = below if below != batch else max(1, batch - 1)
+            larger = batch + rng.randint(1, max(1, batch // 8))
+            for held in (below, larger):
+                trials.append(Trial({"batch_size": held}, _seed(), poisons(rng, 2), held_out=True))
+    while len(trials) < min_trials:
+        trials.append(Trial(rng.choice(shapes), _seed(), poisons(rng, 2)))
+    return trials, Trial(bench, _seed(), poisons(rng, 1))
+
+
+@dataclass(frozen=True)
+class RoundSeeds:
+    """Each timing round's input seed and its two sign seeds, drawn as the rounds are asked for:
+    the same in both workers, never known to either before its round."""
+
+    def take(self, n: int) -> list[list[int]]:
+        return [
+            [secrets.randbits(48), secrets.randbits(63), secrets.randbits(63)] for _ in range(n)
+        ]

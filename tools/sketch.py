@@ -1,0 +1,101 @@
+"""Every timed output, compared with the reference's on the same inputs, without moving it.
+
+Both workers reduce each output to a few numbers (kernels.py): two sums of its finite elements
+with random signs, the sum of |x| and of x^2, the counts of NaN and infinities, and where the
+non-finite ones are. The signs come from a seed the controller sends with each round, so no
+worker knows them before its inputs exist. A signed sum over the whole output can only match
+the reference's if (nearly) every element does: to produce it, a candidate must have produced
+the output, or done as much work. The controller compares:
+
+- the counts and positions of infinities exactly, and no NaN at all;
+- each signed sum within Z times the bound on the sum of honest differences: if every element
+  is within t_i = 2 (atol + rtol |r_i|) of the reference kernel's (which is itself within one
+  tolerance of the float64 truth), the difference of two such sums is a sum of +-d_i with
+  |d_i| <= t_i, and by Hoeffding's inequality exceeds Z sqrt(sum t_i^2) with probability at
+  most 2 exp(-Z^2 / 2);
+- over all rounds, the mean of z^2 against 1 (its mean for honest differences is at most 1),
+  which catches errors a little above tolerance spread over every call.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+Z_MAX = 6.0  # a false alarm per signed sum: at most 2 exp(-18), about 3e-8
+FIELDS = ("s0", "s1", "abs", "sq", "nan", "pinf", "ninf", "where")
+
+
+def sketch(ptr: int, n: int, dtype: str, seeds: tuple[int, int]) -> list[float]:
+    """The sketch of `n` contiguous elements of `dtype` at device address `ptr` (worker)."""
+    import cupy
+    import numpy as np
+
+    from . import kernels
+
+    part = cupy.empty(kernels.SKETCH_BLOCKS * kernels.SKETCH_FIELDS, dtype=cupy.float64)
+    kernels.function(kernels.SKETCH[dtype])(
+        (kernels.SKETCH_BLOCKS,),
+        (256,),
+        (np.uint64(ptr), np.uint64(n), np.uint64(seeds[0]), np.uint64(seeds[1]), part),
+    )
+    totals = part.get().reshape(kernels.SKETCH_BLOCKS, kernels.SKETCH_FIELDS).sum(axis=0)
+    return [float(v) for v in totals]
+
+
+def problem(
+    name: str, cand: Sequence[float], ref: Sequence[float], n: int, atol: float, rtol: float
+) -> tuple[str, list[float]]:
+    """Why the candidate's output cannot be the reference's within tolerance ("" if it can),
+    and the signed sums' z scores (pure)."""
+    if len(cand) != len(FIELDS) or not all(isinstance(v, int | float) for v in cand):
+        return f"{name}: the worker sent no valid sketch", []
+    c, r = dict(zip(FIELDS, cand, strict=True)), dict(zip(FIELDS, ref, strict=True))
+    if c["nan"]:
+        return f"{name} has NaN at {int(c['nan']):,} elements", []
+    if (c["pinf"], c["ninf"], c["where"]) != (r["pinf"], r["ninf"], r["where"]):
+        return (
+            f"{name} has {int(c['pinf'] + c['ninf']):,} infinities where the reference has "
+            f"{int(r['pinf'] + r['ninf']):,} (or at other places)"
+        ), []
+    finite = max(0.0, n - r["nan"] - r["pinf"] - r["ninf"])
+    bound = 2 * math.sqrt(
+        max(0.0, finite * atol**2 + 2 * atol * rtol * r["abs"] + rtol**2 * r["sq"])
+    )
+    # Both sums are rounded in float64, each in its own order of values: a little slack.
+    slack = (n / (264 * 256) + 300) * 2.3e-16 * (abs(c["abs"]) + abs(r["abs"])) + 1e-300
+    zs = [(c[k] - r[k]) / (bound + slack) for k in ("s0", "s1")]
+    worst = max(abs(z) for z in zs)
+    if not worst <= Z_MAX:  # NaN included
+        return (
+            f"{name} differs from the reference kernel's on the same inputs: a signed sum over "
+            f"all {n:,} elements is off by {worst:.3g} times the bound for outputs within "
+            f"tolerance (atol={atol:g} rtol={rtol:g})"
+        ), zs
+    return "", zs
+
+
+def drift_problem(zs: Sequence[float]) -> str:
+    """Over all timed calls: honest differences give a mean z^2 of at most 1 (pure)."""
+    m = len(zs)
+    if m < 8:
+        return ""
+    mean = statistics.fmean(z * z for z in zs)
+    limit = 1.0 + 6.0 * math.sqrt(2.0 / m) + 0.05
+    if mean > limit:
+        return (
+            f"during timing: outputs are consistently further from the reference kernel's than "
+            f"the tolerance allows (mean z^2 {mean:.2f} over {m} signed sums, at most "
+            f"{limit:.2f} for outputs within tolerance)"
+        )
+    return ""
+
+
+def fields_valid(values: Any) -> bool:
+    return (
+        isinstance(values, list)
+        and len(values) == len(FIELDS)
+        and all(isinstance(v, int | float) for v in values)
+    )

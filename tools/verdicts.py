@@ -1,0 +1,126 @@
+"""The timing's verdict, from both workers' rounds and the controller's own clock (pure, but for
+reading the task's roofline expressions): the speedup, and why it cannot be believed, if so.
+
+A KernelBench candidate is Python in the process that times it, so its samples are believed
+only as far as the controller's clock bears them out. Per round, the candidate's worker may
+keep the controller waiting longer than its samples explain, beyond what the reference's worker
+took for the same harness work: that is time spent where its samples do not look (work left
+outside its timed window, or samples forged). Honest workers differ by up to ALLOW_US per
+call (measured: docs/benchmarks.md), so what exceeds that is charged to the candidate's time;
+more than its whole measured time besides, and the timing is refused as implausible. A CUDA
+task's candidate has no host code: its worker's samples are the harness's own, and the figure
+is reported, not charged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import expr
+from .kernelbench import KernelBenchTask
+from .results import DeviceInfo, TimingResult
+from .schedule import Rounds
+from .spec import CudaTask
+from .timing import host_clock_problem, roofline_floor_ms, speedup, summarize, unexplained_us
+
+ALLOW_US = 60.0
+BUSY_US = 500.0  # an empty launch slower than this: another context held the GPU
+
+
+def charge_us(unexplained: float, python: bool) -> float:
+    """What a candidate is charged per call beyond its own samples (pure)."""
+    return max(0.0, unexplained - ALLOW_US) if python else 0.0
+
+
+def unexplained_problem(unexplained: float, cand_median_ms: float, python: bool) -> str:
+    limit = ALLOW_US + cand_median_ms * 1e3
+    if python and unexplained > limit:
+        return (
+            f"implausible: work escaped the timed region: the candidate's worker kept the "
+            f"controller waiting {unexplained:.0f} us per call longer than its samples explain "
+            f"(beyond the reference's harness; more than its own {cand_median_ms * 1e3:.0f} us "
+            f"and the {ALLOW_US:.0f} us two honest workers may differ by)"
+        )
+    return ""
+
+
+def timing_notes(
+    before: Any, after: Any, cand_quiet: Sequence[float], ref_quiet: Sequence[float], python: bool
+) -> tuple[str, ...]:
+    notes = []
+    for sample in (before, after):
+        if sample and set(sample.throttle_reasons) - {"gpu_idle", "applications_clocks_setting"}:
+            notes.append("clocks held down during timing: " + ", ".join(sample.throttle_reasons))
+            break
+    if any(q > BUSY_US for q in (*cand_quiet, *ref_quiet)):
+        notes.append(
+            "the GPU was busy for a moment before some batches (another context's work); "
+            "each batch waited for it to settle"
+        )
+    return tuple(notes)
+
+
+def timing(
+    task: CudaTask | KernelBenchTask,
+    rounds: Rounds,
+    device: DeviceInfo | None,
+    before: Any,
+    after: Any,
+) -> tuple[TimingResult, str]:
+    """The timing result, and the first reason it cannot be believed ("" when it can)."""
+    ref_ms, cand_ms = rounds.ms("ref"), rounds.ms("cand")
+    problems = [
+        host_clock_problem(ref_ms, rounds.host_ms("ref")),
+        host_clock_problem(cand_ms, rounds.host_ms("cand")),
+    ]
+    unexplained = unexplained_us(rounds.walls)
+    python = isinstance(task, KernelBenchTask)  # candidate code beside its own timing
+    problems.append(unexplained_problem(unexplained, summarize(cand_ms).median_ms, python))
+    charged = charge_us(unexplained, python)
+    cand_ms = [ms + charged / 1e3 for ms in cand_ms]  # what the controller's clock bears out
+    cand = summarize(cand_ms)
+    # The reference's worker waits (up to 2 s) until no other context holds the GPU before
+    # its batch; one that never settled was timed beside someone's work.
+    busy = max(rounds.ref_settled_us, default=0.0)
+    if busy > BUSY_US:
+        problems.append(
+            "implausible: the GPU stayed busy while the reference was to be timed, with the "
+            f"candidate's worker paused (an empty launch still took {busy / 1e3:.1f} ms after "
+            "2 s): work left running" + ("" if python else " by another process on this GPU")
+        )
+    floor = None
+    if isinstance(task, CudaTask) and device is not None:
+        rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None
+        rflops = expr.evaluate(task.roofline_flops, task.bench) if task.roofline_flops else None
+        floor = roofline_floor_ms(rbytes, rflops, device.peak_dram_gbps, device.peak_fp32_tflops)
+    if floor is not None and cand.median_ms < 0.9 * floor:
+        problems.append(
+            f"implausible: {cand.median_ms:.4f} ms is below the roofline floor "
+            f"{floor:.4f} ms for this much data"
+        )
+    ratio, ratio_iqr = speedup(ref_ms, cand_ms)
+    result = TimingResult(
+        reference=summarize(ref_ms),
+        candidate=cand,
+        speedup=ratio,
+        speedup_iqr=ratio_iqr,
+        rounds=len(cand_ms),
+        input_sets=len(cand_ms),
+        l2_flush_bytes=0,
+        floor_ms=floor,
+        unexplained_us=unexplained,
+        charged_us=charged,
+        clocks_before=before,
+        clocks_after=after,
+        notes=timing_notes(before, after, rounds.cand_quiet_us, rounds.ref_quiet_us, python)
+        + (
+            (
+                f"charged {charged:.0f} us per call: the controller's clock saw the candidate's "
+                "worker take that much more than its samples and the allowance explain",
+            )
+            if charged
+            else ()
+        ),
+    )
+    return result, next((p for p in problems if p), "")
