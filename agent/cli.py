@@ -109,6 +109,14 @@ def check(
         ),
     ] = True,
     backend: Annotated[Backend | None, typer.Option(help="Compiler (default: nvrtc).")] = None,
+    sanitize: Annotated[
+        bool,
+        typer.Option(
+            "--sanitize",
+            help="Also run compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on a "
+            "small size; any finding makes the verdict wrong.",
+        ),
+    ] = False,
 ) -> None:
     """Verify and time CANDIDATE against TASK's reference (by default the reference itself)."""
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
@@ -129,6 +137,17 @@ def check(
     with err.status(f"checking {loaded.name}...") as status:
         verifier = Verifier(options, progress=lambda msg: status.update(f"{loaded.name}: {msg}"))
         report = verifier.check(loaded, cand)
+        if sanitize and report.ok:
+            from kernelwright.tools.sanitize import sanitize as run_sanitizer
+
+            status.update(f"{loaded.name}: compute-sanitizer (several minutes at most)")
+            found = run_sanitizer(loaded, cand, settings.compile_backend)
+            update: dict[str, object] = {"sanitizer": found}
+            if not found.available:
+                err.print(f"[yellow]compute-sanitizer did not run: {found.reason}[/]")
+            elif not found.ok:
+                update |= {"verdict": "wrong", "reason": found.reason}
+            report = report.model_copy(update=update)
         if profile and report.ok:
             from kernelwright.tools.profile import profile as run_profile
 
@@ -271,9 +290,11 @@ def _print_report(report: object) -> None:
         table.add_row("candidate", f"{t.candidate.median_ms:.4f} ms ± {t.candidate.iqr_ms / 2:.4f}")
         table.add_row(
             "speedup",
-            f"{t.speedup:.2f}x (IQR {t.speedup_iqr:.3f}, {t.rounds} rounds "
-            f"over {t.input_sets} input sets)",
+            f"{t.speedup:.2f}x (IQR {t.speedup_iqr:.3f}, {t.rounds} rounds, fresh inputs each, "
+            "in separate processes)",
         )
+        if t.charged_us:
+            table.add_row("charged", f"{t.charged_us:.0f} us per call (the controller's clock)")
         if t.floor_ms:
             table.add_row(
                 "roofline",

@@ -13,18 +13,22 @@ from typing import Protocol
 
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .profile import profile
-from .results import CheckReport, ProfileResult
+from .results import CheckReport, ProfileResult, SanitizeResult
+from .sanitize import sanitize
 from .spec import CudaCandidate, CudaTask
 from .verify import Verifier, VerifyOptions
 
 Task = CudaTask | KernelBenchTask
 Candidate = CudaCandidate | KernelBenchCandidate
+Recorded = CheckReport | ProfileResult | SanitizeResult
 
 
 class GpuBackend(Protocol):
     def check(self, task: Task, candidate: Candidate) -> CheckReport: ...
 
     def profile(self, task: Task, candidate: Candidate) -> ProfileResult: ...
+
+    def sanitize(self, task: Task, candidate: Candidate) -> SanitizeResult: ...
 
     def close(self) -> None: ...
 
@@ -49,6 +53,9 @@ class LocalGpu:
     def profile(self, task: Task, candidate: Candidate) -> ProfileResult:
         return profile(task, candidate, self.backend)
 
+    def sanitize(self, task: Task, candidate: Candidate) -> SanitizeResult:
+        return sanitize(task, candidate, self.backend)
+
     def close(self) -> None:
         self.verifier.close()
 
@@ -59,7 +66,9 @@ class RecordingGpu:
     def __init__(self, inner: GpuBackend, path: Path) -> None:
         self.inner, self.path = inner, path
 
-    def _write(self, kind: str, key: str, value: CheckReport | ProfileResult) -> None:
+    def _write(
+        self, kind: str, key: str, value: CheckReport | ProfileResult | SanitizeResult
+    ) -> None:
         with self.path.open("a") as f:
             f.write(
                 json.dumps({"kind": kind, "key": key, "value": value.model_dump(mode="json")})
@@ -74,6 +83,11 @@ class RecordingGpu:
     def profile(self, task: Task, candidate: Candidate) -> ProfileResult:
         result = self.inner.profile(task, candidate)
         self._write("profile", candidate_key(task, candidate), result)
+        return result
+
+    def sanitize(self, task: Task, candidate: Candidate) -> SanitizeResult:
+        result = self.inner.sanitize(task, candidate)
+        self._write("sanitize", candidate_key(task, candidate), result)
         return result
 
     def close(self) -> None:
@@ -91,9 +105,11 @@ class ReplayGpu:
         self,
         checks: dict[str, CheckReport] | None = None,
         profiles: dict[str, ProfileResult] | None = None,
+        sanitized: dict[str, SanitizeResult] | None = None,
     ) -> None:
         self.checks = dict(checks or {})
         self.profiles = dict(profiles or {})
+        self.sanitized = dict(sanitized or {})
         self.calls: list[tuple[str, str]] = []
 
     @classmethod
@@ -105,14 +121,23 @@ class ReplayGpu:
             row = json.loads(line)
             if row["kind"] == "check":
                 replay.checks[row["key"]] = CheckReport.model_validate(row["value"])
+            elif row["kind"] == "sanitize":
+                replay.sanitized[row["key"]] = SanitizeResult.model_validate(row["value"])
             else:
                 replay.profiles[row["key"]] = ProfileResult.model_validate(row["value"])
         return replay
 
-    def add(self, task: Task, candidate: Candidate, report: CheckReport | ProfileResult) -> None:
+    def add(
+        self,
+        task: Task,
+        candidate: Candidate,
+        report: CheckReport | ProfileResult | SanitizeResult,
+    ) -> None:
         key = candidate_key(task, candidate)
         if isinstance(report, CheckReport):
             self.checks[key] = report
+        elif isinstance(report, SanitizeResult):
+            self.sanitized[key] = report
         else:
             self.profiles[key] = report
 
@@ -128,6 +153,13 @@ class ReplayGpu:
         self.calls.append(("profile", key))
         return self.profiles.get(
             key, ProfileResult(available=False, reason="profiling unavailable: not recorded")
+        )
+
+    def sanitize(self, task: Task, candidate: Candidate) -> SanitizeResult:
+        key = candidate_key(task, candidate)
+        self.calls.append(("sanitize", key))
+        return self.sanitized.get(
+            key, SanitizeResult(available=False, reason="compute-sanitizer: not recorded")
         )
 
     def close(self) -> None:
