@@ -34,19 +34,40 @@ def strip_comments(source: str) -> str:
     return re.sub(r"//[^\n]*", " ", source)
 
 
+_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+
+
+def _extern_c_blocks(text: str) -> list[tuple[int, int]]:
+    """Spans of `extern "C" { ... }` blocks (braces matched)."""
+    spans = []
+    for m in re.finditer(r'extern\s+"C"\s*\{', text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        spans.append((m.end(), i))
+    return spans
+
+
 def find_params(source: str, entry: str) -> list[Param] | None:
-    """The parameters of `extern "C" __global__ void entry(...)`, or None if no such kernel."""
+    """The parameters of the kernel `entry` with C linkage (`extern "C" __global__ void
+    entry(...)`, or `__global__ void entry(...)` inside an `extern "C" { }` block), or None."""
     text = strip_comments(source)
-    pattern = (
-        r'extern\s+"C"\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?__global__\s+'
-        r"(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
-        r"(?:__launch_bounds__\s*\([^)]*\)\s*)?" + re.escape(entry) + r"\s*\(([^)]*)\)"
+    name = re.escape(entry) + r"\s*\(([^)]*)\)"
+    prefixed = (
+        r'extern\s+"C"\s+' + _BOUNDS + r"__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS + name
     )
-    alt = r'__global__\s+extern\s+"C"\s+void\s+' + re.escape(entry) + r"\s*\(([^)]*)\)"
-    match = re.search(pattern, text) or re.search(alt, text)
+    alt = r'__global__\s+extern\s+"C"\s+void\s+' + name
+    match = re.search(prefixed, text) or re.search(alt, text)
+    if match is None:
+        blocks = _extern_c_blocks(text)
+        for m in re.finditer(r"__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS + name, text):
+            if any(lo <= m.start() < hi for lo, hi in blocks):
+                match = m
+                break
     if not match:
         return None
-    body = match.group(1).strip()
+    body = match.group(match.lastindex or 1).strip()
     if body in ("", "void"):
         return []
     params = []

@@ -58,3 +58,18 @@ def test_commented_out_kernel_is_not_found() -> None:
     src = '// extern "C" __global__ void k(float* x) {}\n/* extern "C" __global__ void k(int n) */'
     assert find_params(src, "k") is None
     assert not is_global_kernel(src, "k")
+
+
+def test_a_kernel_inside_an_extern_c_block_is_found() -> None:
+    src = (
+        "#include <cuda_fp16.h>\n"
+        'extern "C" {\n'
+        "__device__ float twice(float v) { return 2 * v; }\n"
+        "__global__ void __launch_bounds__(256) k(const float* __restrict__ x, float* y, int n)"
+        " { if (n) y[0] = twice(x[0]); }\n"
+        "}\n"
+    )
+    params = find_params(src, "k")
+    assert params is not None and [p.name for p in params] == ["x", "y", "n"]
+    outside = 'extern "C" { __device__ int f() { return 1; } }\n__global__ void k(float* y) {}'
+    assert find_params(outside, "k") is None  # C++ linkage: its name is mangled
