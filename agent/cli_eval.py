@@ -92,7 +92,8 @@ def adversarial(
                     status.update(f"{label}: {i + 1}/{len(cases)} {case.name}")
                 elif not result.ok:
                     err.print(
-                        f"  [red]mismatch[/] {case.name}: {escape(result.problem)}",
+                        f"  [red]mismatch[/] {case.name}: {escape(result.problem)} "
+                        f"(got {result.verdict}: {escape(_short(result.reason))})",
                         highlight=False,
                     )
 

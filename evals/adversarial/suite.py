@@ -7,8 +7,12 @@ A case's first two lines say what it is and what the verifier must answer:
     // task: gelu
 
 (`#` for a KernelBench `.py`). The words in parentheses must appear in the reason; for a
-control they give the speedup it must read (`speedup 0.98-1.02`, `speedup >= 2`). A `.toml`
+`correct` case they give the speedup it must read (`speedup 0.98-1.02`, `speedup >= 2`). A
+case outside the controls may expect `correct` only with a speedup it may not exceed: an attack
+the verifier makes harmless must gain nothing. An optional third line `// with: sanitize` runs
+compute-sanitizer after a correct verdict, as `kernelwright check --sanitize` does. A `.toml`
 beside a `.cu` holds its launch, as for any candidate. Tasks are the examples' directories.
+Every reason must fit the cap on what a worker can make the controller print.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any, get_args
 
 from kernelwright.tools.errors import TaskError
 from kernelwright.tools.results import CheckReport, Verdict
+from kernelwright.tools.sandbox import REASON_CHARS
+from kernelwright.tools.sanitize import sanitize
 from kernelwright.tools.task import load_candidate, load_task
 from kernelwright.tools.verify import Verifier, VerifyOptions
 
@@ -37,6 +43,7 @@ _HEADER = re.compile(
     r"^(?://|#)\s*expect:\s*(?P<verdict>\w+)(?:\s*\((?P<detail>[^)]*)\))?\s+(?:—|--)\s+(?P<desc>.+)$"
 )
 _TASK = re.compile(r"^(?://|#)\s*task:\s*(?P<task>\S+)\s*$")
+_WITH = re.compile(r"^(?://|#)\s*with:\s*sanitize\s*$")
 _RANGE = re.compile(r"^speedup\s+(?P<lo>[\d.]+)\s*-\s*(?P<hi>[\d.]+)$")
 _AT_LEAST = re.compile(r"^speedup\s*>=\s*(?P<lo>[\d.]+)$")
 
@@ -50,6 +57,7 @@ class Case:
     verdict: str
     detail: str
     description: str
+    sanitize: bool = False
 
     def judge(self, verdict: str, reason: str, speedup: float | None) -> str:
         """Why the verifier's answer is not what this case expects ("" when it is)."""
@@ -83,7 +91,7 @@ def examples_dir() -> Path:
 
 def parse_case(path: Path) -> Case:
     """A case from its file's header; ValueError says what is wrong with it."""
-    lines = path.read_text().splitlines()[:2]
+    lines = path.read_text().splitlines()[:3]
     head = _HEADER.match(lines[0]) if lines else None
     task = _TASK.match(lines[1]) if len(lines) > 1 else None
     if head is None or task is None:
@@ -107,6 +115,7 @@ def parse_case(path: Path) -> Case:
         verdict=head["verdict"],
         detail=detail,
         description=head["desc"].strip(),
+        sanitize=len(lines) > 2 and bool(_WITH.match(lines[2])),
     )
 
 
@@ -131,6 +140,8 @@ class CaseResult:
     speedup: float | None
     wall_s: float
     problem: str  # why this is not what the case expects; "" when it is
+    unexplained_us: float | None = None
+    charged_us: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -148,6 +159,8 @@ class CaseResult:
             "got": self.verdict,
             "reason": self.reason,
             "speedup": self.speedup,
+            "unexplained_us": self.unexplained_us,
+            "charged_us": self.charged_us,
             "wall_s": round(self.wall_s, 2),
             "ok": self.ok,
             "problem": self.problem,
@@ -160,6 +173,7 @@ def suite_options(**overrides: Any) -> VerifyOptions:
         "run_timeout_s": 10.0,
         "python_compile_timeout_s": 120.0,
         "host_memory_bytes": 8 << 30,
+        "prestart": True,  # the next case's workers start while this one is judged
     }
     return VerifyOptions(**{**settings, **overrides})
 
@@ -167,19 +181,39 @@ def suite_options(**overrides: Any) -> VerifyOptions:
 def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> CaseResult:
     """Check one case with a fresh worker; what it left running is killed and counts against it."""
     start = time.perf_counter()
-    speedup = None
+    speedup, unexplained, charged = None, None, 0.0
     try:
         task = load_task((examples or examples_dir()) / case.task)
-        report: CheckReport = verifier.check(task, load_candidate(task, case.path))
+        candidate = load_candidate(task, case.path)
+        report: CheckReport = verifier.check(task, candidate)
         verdict, reason = str(report.verdict), report.reason
         speedup = report.timing.speedup if report.timing else None
+        if report.timing:
+            unexplained, charged = report.timing.unexplained_us, report.timing.charged_us
+        if case.sanitize and report.ok:
+            found = sanitize(task, candidate, verifier.options.backend)
+            if found.available and not found.ok:
+                verdict, reason = "wrong", found.reason
+            elif not found.available:
+                verdict, reason = "error", f"compute-sanitizer did not run: {found.reason}"
     except TaskError as exc:
         verdict, reason = "refused", str(exc)
     problem = case.judge(verdict, reason, speedup)
+    if len(reason) > REASON_CHARS:
+        problem = problem or f"a reason of {len(reason):,} characters, over the cap"
     left = kill_leftovers()
     if left:
         problem = problem or f"left {len(left)} process(es) running after the check: {left}"
-    return CaseResult(case, verdict, reason, speedup, time.perf_counter() - start, problem)
+    return CaseResult(
+        case,
+        verdict,
+        reason,
+        speedup,
+        time.perf_counter() - start,
+        problem,
+        unexplained,
+        charged,
+    )
 
 
 def kill_leftovers(mark: bytes = DAEMON_MARK, grace_s: float = 1.0) -> list[int]:

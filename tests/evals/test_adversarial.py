@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelwright.evals.adversarial import FAMILIES, load_cases
-from kernelwright.evals.adversarial.suite import Case, kill_leftovers, parse_case
-from kernelwright.tools.compile import compile_nvrtc
+from kernelwright.evals.adversarial.suite import Case, kill_leftovers, parse_case, speedup_bounds
+from kernelwright.tools.compile import compile_in_sandbox
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_candidate, load_task
 from tests.conftest import EXAMPLES
@@ -23,13 +23,15 @@ from tests.conftest import EXAMPLES
 CASES = load_cases()
 
 
-def test_at_least_35_cases_covering_every_family() -> None:
-    assert len(CASES) >= 35
+def test_at_least_95_cases_covering_every_family() -> None:
+    assert len(CASES) >= 95
     assert {c.family for c in CASES} == set(FAMILIES)
     assert len({c.name for c in CASES}) == len(CASES)
     controls = [c for c in CASES if c.family == "controls"]
     assert controls and all(c.verdict == "correct" for c in controls)
-    assert all(c.verdict != "correct" for c in CASES if c.family != "controls")
+    for c in CASES:  # an attack made harmless must show it gained nothing: a bounded speedup
+        if c.family != "controls" and c.verdict == "correct":
+            assert speedup_bounds(c.detail)[1] < 1.5, c.name
     assert any(c.detail == "speedup 0.98-1.02" for c in controls)  # a reference vs itself
     both = {c.family for c in CASES if c.task.startswith("kernelbench/")}
     assert both >= {"controls", "output", "input", "precision", "timing", "harness"}
@@ -47,7 +49,8 @@ def test_case_loads_against_its_task(case: Case) -> None:
 def test_cuda_case_compiles_unless_it_says_it_does_not(case: Case, nvrtc: None) -> None:
     task = load_task(EXAMPLES / case.task)
     assert isinstance(task, CudaTask)
-    result, cubin = compile_nvrtc(case.path.read_text(), task.entry, "sm_90")
+    # through the compile worker, as a check compiles it: only the CUDA headers exist there
+    result, cubin = compile_in_sandbox(case.path.read_text(), task.entry, "sm_90")
     if case.verdict == "compile_error":
         assert not result.ok and cubin is None
         reason = f"does not compile: {result.first_error}"  # as the verifier words it
@@ -61,6 +64,7 @@ CONTROL_COPIES = {
     "controls/transpose_faster": EXAMPLES / "transpose" / "candidates" / "faster.cu",
     "controls/matmul_faster": EXAMPLES / "matmul" / "candidates" / "faster.cu",
     "controls/kb_cupy_relu": EXAMPLES / "kernelbench" / "relu_mlp_candidate.py",
+    "controls/softmax_faster": EXAMPLES / "softmax" / "candidates" / "faster.cu",
 }
 
 
@@ -118,6 +122,10 @@ def test_a_process_left_behind_is_found_and_killed() -> None:
     mark = f"kw-test-leftover-{time.monotonic_ns()}"
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", mark])
     try:
+        deadline = time.monotonic() + 10  # its command line names the mark once it has exec'd
+        while mark.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         assert kill_leftovers(mark.encode(), grace_s=0.2) == [proc.pid]
         assert proc.wait(timeout=5) < 0
     finally:

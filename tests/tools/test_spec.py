@@ -272,3 +272,26 @@ def test_launch_plan_resolves_grid_block_and_scalars_once() -> None:
 def test_a_float_input_can_span_a_range() -> None:
     task = load_task(EXAMPLES / "softmax")  # wide logits: exp() overflows unless the max goes
     assert isinstance(task, CudaTask) and task.args[0].init == "uniform:-100:100"
+
+
+def _softmax_with(tmp_path: Path, old: str, new: str) -> Path:
+    d = tmp_path / "softmax"
+    shutil.copytree(EXAMPLES / "softmax", d)
+    toml = d / "softmax.toml"
+    text = toml.read_text()
+    assert old in text
+    toml.write_text(text.replace(old, new))
+    return d
+
+
+def test_a_wider_domain_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
+    task = load_task(EXAMPLES / "softmax")
+    assert isinstance(task, CudaTask)
+    assert task.args[0].check == ("uniform:-30000:30000", "normal:1000")
+    bad = _softmax_with(tmp_path, '"normal:1000"', '"wide"')
+    with pytest.raises(TaskError) as info:
+        load_task(bad)
+    assert "args[0] (x).check: unknown distribution 'wide'" in str(info.value)
+    ints = _softmax_with(tmp_path / "b", 'check = ["uniform', 'check = ["randint:0:9", "uniform')
+    with pytest.raises(TaskError, match=r"check: randint is for integer dtypes"):
+        load_task(ints)

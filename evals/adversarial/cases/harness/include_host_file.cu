@@ -1,4 +1,4 @@
-// expect: compile_error (only <system> headers) — includes a host file at compile time to read it into the log
+// expect: compile_error (cannot open source file) — includes a host file at compile time to read it into the log
 // task: gelu
 #include "/etc/passwd"
 

@@ -1,4 +1,4 @@
-// expect: compile_error (only <system> headers) — hides a host #include behind a line splice, a %: digraph and a macro
+// expect: compile_error (cannot open source file) — hides a host #include behind a line splice, a %: digraph and a macro
 // task: gelu
 #define HOST_FILE "/etc/hostname"
 %:inc\

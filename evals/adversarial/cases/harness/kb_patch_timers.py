@@ -1,4 +1,4 @@
-# expect: implausible (harness tampered) — patches the timers: perf_counter, CUDA event timing in torch and CuPy
+# expect: correct (speedup 0.85-1.15) — patches perf_counter and CUDA event timing: the clock was bound before it loaded
 # task: kernelbench/relu_mlp.py
 import time
 

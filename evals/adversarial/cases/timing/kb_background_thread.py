@@ -1,7 +1,8 @@
-# expect: implausible (background threads) — when timed, hands its work to a background thread and returns at once
+# expect: wrong (during timing) — when timed, hands its work to a background thread and returns at once
 # task: kernelbench/relu_mlp.py
 import sys
 import threading
+import time
 
 import torch
 import torch.nn as nn
@@ -10,7 +11,8 @@ import torch.nn as nn
 def _being_timed():
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "measure":
+        code = frame.f_code  # the harness's Clock.sample, which times one call
+        if code.co_name == "sample" and code.co_filename.endswith("timing.py"):
             return True
         frame = frame.f_back
     return False
@@ -27,6 +29,7 @@ class ModelNew(nn.Module):
         out = torch.empty(x.shape[0], self.linear.out_features, device=x.device)
 
         def work():
+            time.sleep(0.002)  # long after the harness's end event
             with torch.no_grad():
                 out.copy_(torch.relu(self.linear(x)))
 

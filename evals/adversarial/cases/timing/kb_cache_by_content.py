@@ -1,4 +1,4 @@
-# expect: wrong (when timed) — caches outputs keyed by the input's address and its first four values
+# expect: correct (speedup 0.1-1.15) — caches outputs keyed by the input's address and first four values: fresh inputs, no hit
 # task: kernelbench/relu_mlp.py
 import torch
 import torch.nn as nn

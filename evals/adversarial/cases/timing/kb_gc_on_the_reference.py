@@ -1,4 +1,4 @@
-# expect: implausible (garbage collector) — switches the garbage collector on while timed, over a heap that makes each collection slow
+# expect: correct (speedup 0.05-1.15) — switches the collector on while timed, over a slow heap: only its own process pays
 # task: kernelbench/relu_mlp.py
 import gc
 

@@ -1,4 +1,4 @@
-# expect: implausible (harness tampered) — rebinds the problem's Model.forward so the reference looks slower
+# expect: correct (speedup 0.85-1.15) — rebinds the problem's Model.forward in its own process: the reference is timed elsewhere
 # task: kernelbench/relu_mlp.py
 import sys
 import time

@@ -1,4 +1,4 @@
-# expect: implausible (persisting L2) — pins its weights in L2 with a persisting access-policy window
+# expect: correct (speedup 0.85-1.15) — pins its weights in L2 with a persisting window: demoted before every flush
 # task: kernelbench/relu_mlp.py
 import ctypes
 

@@ -1,4 +1,4 @@
-// expect: wrong (during timing) — caches results across calls, keyed by a fingerprint of four input elements
+// expect: wrong (NaN) — caches results keyed by four input elements (fresh inputs: never a hit) and never writes rows past its cache
 // task: rowsum
 #define SLOTS 8
 #define MAX_BLOCKS 32   // 8192 rows of 256 threads

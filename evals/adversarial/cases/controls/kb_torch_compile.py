@@ -1,0 +1,17 @@
+# expect: correct (speedup >= 0.3) — honest: the forward through torch.compile (inductor)
+# task: kernelbench/relu_mlp.py
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.fused = torch.compile(self._forward)
+
+    def _forward(self, x):
+        return torch.relu(self.linear(x))
+
+    def forward(self, x):
+        return self.fused(x)
