@@ -26,6 +26,11 @@ HOLD_NS = 100_000
 _CUDA_LIMIT_PERSISTING_L2 = 0x06
 
 
+def flush_bytes(l2_bytes: int) -> int:
+    """How much the L2 flush reads before each timed call: at least twice the L2 size."""
+    return max(L2_FLUSH_FACTOR * l2_bytes, 8 << 20) // 16 * 16
+
+
 class Clock:
     """The timing primitives, bound once before any candidate code loads.
 
@@ -42,7 +47,7 @@ class Clock:
 
         from . import kernels
 
-        self.flush_bytes = max(L2_FLUSH_FACTOR * l2_bytes, 8 << 20) // 16 * 16
+        self.flush_bytes = flush_bytes(l2_bytes)
         self._buf = cupy.random.RandomState(1).randint(
             0, 1 << 30, self.flush_bytes // 4, dtype=cupy.int32
         )

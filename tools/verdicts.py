@@ -22,7 +22,14 @@ from .kernelbench import KernelBenchTask
 from .results import DeviceInfo, TimingResult
 from .schedule import Rounds
 from .spec import CudaTask
-from .timing import host_clock_problem, roofline_floor_ms, speedup, summarize, unexplained_us
+from .timing import (
+    flush_bytes,
+    host_clock_problem,
+    roofline_floor_ms,
+    speedup,
+    summarize,
+    unexplained_us,
+)
 
 ALLOW_US = 60.0
 BUSY_US = 500.0  # an empty launch slower than this: another context held the GPU
@@ -107,7 +114,7 @@ def timing(
         speedup_iqr=ratio_iqr,
         rounds=len(cand_ms),
         input_sets=len(cand_ms),
-        l2_flush_bytes=0,
+        l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,
         charged_us=charged,
