@@ -7,6 +7,7 @@ or a missing machine part, printed as one line without a traceback.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -341,8 +342,15 @@ app.command()(mcp)
 app.command("batch")(batch)
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    """SIGTERM (a scheduler's `timeout`, a CI runner) ends the run as Ctrl-C does: every
+    `with` unwinds, so the workers (each in its own session) are killed, not left running."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     """Entry point: the app's own exit codes, and one line for our errors."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         app()  # standalone: typer prints usage errors and exits with their codes
     except NoGpuError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -56,6 +57,13 @@ def adversarial(
     list_cases: Annotated[
         bool, typer.Option("--list", help="List the cases and what each expects; run nothing.")
     ] = False,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append one JSON line per case to this file as each case ends (a long run "
+            "that is cut short keeps what it did)."
+        ),
+    ] = None,
 ) -> None:
     """Run the adversarial suite on this GPU: every cheating or broken candidate must be rejected
     for the stated reason and every control must pass. Exit 1 on any mismatch."""
@@ -86,11 +94,20 @@ def adversarial(
         with err.status(f"{label}: starting") as status:
 
             def progress(
-                i: int, case: Any, result: Any, status: Any = status, label: str = label
+                i: int,
+                case: Any,
+                result: Any,
+                status: Any = status,
+                label: str = label,
+                run: int = run,
             ) -> None:
                 if result is None:
                     status.update(f"{label}: {i + 1}/{len(cases)} {case.name}")
-                elif not result.ok:
+                    return
+                if log is not None:
+                    with log.open("a") as f:
+                        f.write(json.dumps({"run": run + 1, **result.as_dict()}) + "\n")
+                if not result.ok:
                     err.print(
                         f"  [red]mismatch[/] {case.name}: {escape(result.problem)} "
                         f"(got {result.verdict}: {escape(_short(result.reason))})",

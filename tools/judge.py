@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from . import correctness, sketch
+from .cuda_roles import reference_dtype
 from .kernelbench import KernelBenchTask
 from .plan import Trial
 from .protocol import Expect, Frame
 from .results import TrialResult
 from .spec import CudaTask
-from .worker import reference_dtype
 
 Message = tuple[dict[str, Any], list[Frame]]
 

@@ -111,6 +111,7 @@ class Sandbox:
         cupy_cache: Path | None = None,
         seed_cache: Path | None = None,
         warm_torch: bool = False,
+        cpus: set[int] | None = None,
     ) -> None:
         self.label = label
         # The harness's kernels compile once into a cache. It is writable only by workers that
@@ -126,7 +127,11 @@ class Sandbox:
             *(["--writable", str(cupy_cache)] if cupy_cache else []),
             *(["--seed-cache", str(seed_cache)] if seed_cache else []),
             *(["--warm", "torch"] if warm_torch else []),
+            *(["--cpus", ",".join(map(str, sorted(cpus)))] if cpus else []),
         ]
+        # A worker touches no GPU until its first message: "go" (a spare) or its job.
+        self.gated = command is None
+        self._warming = False  # sent "go"; its "warm" not read yet
         self.scratch = Path(tempfile.mkdtemp(prefix=f"kw-{label}-"))
         self.log_path = self.scratch / "worker.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -165,6 +170,31 @@ class Sandbox:
     def start(self) -> Sandbox:
         """Start the process now (a spare warms up while the caller does other work)."""
         return self.__enter__()
+
+    def go(self) -> None:
+        """Let a spare onto the GPU: it starts CUDA and warms up, then waits for its job."""
+        if self.gated and self.alive():
+            self.gated, self._warming = False, True
+            with contextlib.suppress(WorkerFailure):
+                self.send({"cmd": "go"})
+
+    def settle(self, timeout_s: float) -> bool:
+        """Wait until a spare let onto the GPU is done warming up; False if it failed (it is
+        then closed)."""
+        try:
+            self._settle(timeout_s)
+            return True
+        except WorkerFailure:
+            self.close()
+            return False
+
+    def _settle(self, timeout_s: float) -> None:
+        if self._warming:
+            self._warming = False
+            header, _ = self.receive(timeout_s, "warming up", Expect(sizes=()))
+            if header.get("type") != "warm":
+                self.kill()
+                raise WorkerFailure("crashed", "a spare worker did not warm up")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -206,6 +236,7 @@ class Sandbox:
 
     def send(self, header: dict[str, Any], arrays: list[bytes] | None = None) -> None:
         assert self.proc is not None and self.proc.stdin is not None
+        self.gated = False  # its job, or "go": either lets it onto the GPU
         try:
             write_message(self.proc.stdin.fileno(), header, arrays or [])
         except (BrokenPipeError, OSError):
@@ -325,6 +356,7 @@ class Sandbox:
         """The next message, or WorkerFailure: a hang past the deadline is killed, and a message
         announcing other arrays than `expect` is a broken protocol, refused before it is read."""
         assert self.reader is not None
+        self._settle(timeout_s)
         try:
             header, arrays = self.reader.read_message(
                 time.monotonic() + timeout_s, self._watch, expect

@@ -78,10 +78,12 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
     """Warm both workers up, then time batches in turn until the budget says stop."""
     out = Rounds()
     start = time.perf_counter()
-    for box, who in ((ref, "reference"), (cand, "candidate")):
+    workers = ((ref, "reference"), (cand, "candidate"))
+    for box, _ in workers:  # side by side: what the warm-up ran is never counted
         if pin:
             box.pin(pin)
         box.send({"cmd": "warmup", "calls": 3, "seconds": 0.25, "model_seed": budget.model_seed})
+    for box, who in workers:
         header, _ = box.receive(budget.warmup_timeout_s, f"warming up the {who}", Expect(sizes=()))
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")

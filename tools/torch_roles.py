@@ -132,8 +132,9 @@ def torch_candidate(w: Any) -> None:
         runner = TorchRunner(str(w.scratch / PROBLEM), path, cand.get("class_name", "ModelNew"))
         runner.build(0, {})
         result = {"ok": True, "log": ""}
-    except Exception as exc:
-        result = {"ok": False, "log": "".join(traceback.format_exception_only(exc)).strip()}
+    except Exception as exc:  # its message may be any size: the frame's limit is not for it
+        text = "".join(traceback.format_exception_only(exc)).strip()
+        result = {"ok": False, "log": text if len(text) <= 8000 else text[:4000] + " ..."}
     compiled = {**result, "backend": "python", "arch": ""}
     w.send(
         {

@@ -17,12 +17,8 @@ Exit codes and anything a worker says about itself count for nothing.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import secrets
-import shutil
-import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +27,7 @@ from typing import Any
 from . import judge, nvml, plan, schedule, verdicts
 from .errors import NoGpuError
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
+from .pool import Pool, timing_cpus
 from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Sandbox, WorkerFailure, cap
@@ -66,29 +63,19 @@ def _describe(sizes: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "as given"
 
 
-def _timing_cpus() -> set[int]:
-    cpus = sorted(os.sched_getaffinity(0))
-    return set(cpus[-2:]) if len(cpus) >= 4 else set()
-
-
 class Verifier:
     def __init__(self, options: VerifyOptions | None = None, progress: Progress = None) -> None:
         self.options = options or VerifyOptions()
         self.progress = progress or (lambda _msg: None)
-        self._own_cache = self.options.cache_dir is None
-        self.cache = Path(self.options.cache_dir or tempfile.mkdtemp(prefix="kw-cupy-cache-"))
-        self._spares: dict[str, list[Sandbox]] = {}
         self._device: DeviceInfo | None = None
-        self._pin = _timing_cpus() if self.options.pin_cpus else set()
+        self._pin = timing_cpus() if self.options.pin_cpus else set()
+        o = self.options
+        self.pool = Pool(o.backend, o.host_memory_bytes, o.cache_dir, self._pin, o.start_timeout_s)
+        self.cache = self.pool.cache
 
     def close(self) -> None:
         """Stop spare workers and remove a cache this verifier made."""
-        for boxes in self._spares.values():
-            for box in boxes:
-                box.close()
-            boxes.clear()
-        if self._own_cache:
-            shutil.rmtree(self.cache, ignore_errors=True)
+        self.pool.close()
 
     def __enter__(self) -> Verifier:
         return self
@@ -96,45 +83,9 @@ class Verifier:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- workers ------------------------------------------------------------------------------
-    # Spares by what they are ready for: "cuda" (either role of a CUDA task), "compile", and
-    # for KernelBench problems "torch-ref" and "torch-cand" (torch imported; the candidate's
-    # with its own copy of the harness's kernel cache, never the shared one).
-    def _new(self, kind: str, label: str) -> Sandbox:
-        memory = self.options.host_memory_bytes
-        if kind == "compile":
-            command = [
-                sys.executable, "-m", "kernelwright.tools.worker",
-                "--compile-only", self.options.backend,
-            ]  # fmt: skip
-            return Sandbox(label, memory, command=command)
-        if kind == "torch-cand":
-            return Sandbox(label, memory, seed_cache=self.cache, warm_torch=True)
-        return Sandbox(label, memory, cupy_cache=self.cache, warm_torch=kind == "torch-ref")
-
-    def _worker(self, kind: str, label: str) -> Sandbox:
-        """A fresh worker for one check: a warm spare if one is up, else a new process."""
-        pool = self._spares.setdefault(kind, [])
-        while pool:
-            box = pool.pop()
-            if box.alive():
-                box.label = label
-                return box
-            box.close()
-        return self._new(kind, label)
-
-    def _prestart(self, task: CudaTask | KernelBenchTask) -> None:
-        """Spares for a check like the last one, started as it ends (while a loop's model
-        writes the next candidate): none of them touches the GPU during another's timing."""
-        if not self.options.prestart:
-            return
-        wanted = {"cuda": 2, "compile": 1} if isinstance(task, CudaTask) else {
-            "torch-ref": 1, "torch-cand": 1
-        }  # fmt: skip
-        for kind, count in wanted.items():
-            pool = self._spares.setdefault(kind, [])
-            while len(pool) < count:
-                pool.append(self._new(kind, "spare").start())
+    def _prestart(self, task: CudaTask | KernelBenchTask, early: bool = False) -> None:
+        if self.options.prestart:
+            self.pool.prestart("cuda" if isinstance(task, CudaTask) else "kernelbench", early)
 
     def _job(
         self,
@@ -165,6 +116,7 @@ class Verifier:
             return self._check(task, candidate)
         finally:
             self._prestart(task)
+            self.pool.release()
 
     def _check(
         self, task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
@@ -203,9 +155,11 @@ class Verifier:
         try:
             with contextlib.ExitStack() as stack:
                 kinds = ("cuda", "cuda") if cuda else ("torch-ref", "torch-cand")
-                ref_box = stack.enter_context(self._worker(kinds[0], "reference"))
+                ref_box = stack.enter_context(self.pool.take(kinds[0], "reference"))
                 ref_box.send(self._job(task, "reference", [*trials, post], None, files, poison))
-                compiler = stack.enter_context(self._worker("compile", "compile")) if cuda else None
+                compiler = None
+                if cuda:
+                    compiler = stack.enter_context(self.pool.take("compile", "compile"))
                 if compiler is not None:
                     compiler.send(
                         {
@@ -215,7 +169,8 @@ class Verifier:
                             "backend": self.options.backend,
                         }
                     )
-                cand_box = stack.enter_context(self._worker(kinds[1], "candidate"))
+                cand_box = stack.enter_context(self.pool.take(kinds[1], "candidate"))
+                self._prestart(task, early=True)  # the next check's, beside this one
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(
                     self.options.start_timeout_s, "starting the reference worker", Expect(sizes=())
@@ -297,9 +252,11 @@ class Verifier:
                 lap("trials")
                 self.progress("timing")
                 budget = self._budget(task)
+                self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
                 rounds = schedule.run(ref_box, cand_box, budget, self._pin)
                 after = nvml.clock_sample()
+                self.pool.release()
                 lap("timing")
                 ref_box.send({"cmd": "done"})
                 verdict, why, _ = judge.rounds_problem(task, rounds.ref, rounds.cand)

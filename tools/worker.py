@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
-import math
 import os
 import resource
 import sys
@@ -81,13 +80,26 @@ def _seed_cache(args: list[str]) -> None:
             shutil.copyfile(f, target / f.name)
 
 
-def _warm(torch: bool) -> None:
-    """Before its job: import what every check needs and run the harness's own kernels once,
-    so the imports and module loads happen while a spare waits, not inside a check. Runs
-    before any candidate code is loaded."""
-    import cupy
+def _imports(torch: bool) -> None:
+    """What every check needs, imported while a spare waits: host work only. A spare touches
+    no GPU until the controller says so (a "go" or its job), never while another check's
+    rounds are timed."""
+    import cupy  # noqa: F401
 
     from . import kernelbench, kernels, rounds, runners, sketch, spec, timing  # noqa: F401
+
+    if torch:
+        import torch as torch_module  # noqa: F401
+
+        from . import torch_roles  # noqa: F401
+
+
+def _warm(torch: bool) -> None:
+    """CUDA up and the harness's own kernels run once, so module loads happen before the job,
+    not inside a check. Runs before any candidate code is loaded."""
+    import cupy
+
+    from . import kernels, runners, sketch, spec
 
     arg = spec.ArgSpec(name="x", dtype="float32", shape=("4",), role="in")
     x = runners.generate(arg, (4,), 1)
@@ -99,8 +111,6 @@ def _warm(torch: bool) -> None:
     runners.release_guards()
     if torch:
         import torch as torch_module
-
-        from . import torch_roles  # noqa: F401
 
         torch_module.ones(1, device="cuda").sum().item()
 
@@ -180,159 +190,6 @@ class Worker:
                 gc.enable()
                 self.send({"type": "done"})
                 return
-
-    # --- CUDA tasks -------------------------------------------------------------------------
-    def cuda_reference(self) -> None:
-        import cupy
-
-        from .expr import evaluate
-        from .rounds import CudaRounds
-        from .runners import CudaRunner, checksum, load_module, release_guards
-        from .timing import Clock
-
-        task = self.task
-        source = (task.source, self.job["backend"], self.arch)
-        runner = CudaRunner(task, None, self.scratch, "reference", source=source)
-        assert runner.compile_result is not None
-        if not runner.compile_result.ok:
-            self.send(
-                {
-                    "type": "error",
-                    "error": "the task's own kernel does not compile: "
-                    + runner.compile_result.first_error,
-                }
-            )
-            return
-        ref_fn = None
-        if task.reference_python:
-            func = task.reference_python.rsplit(":", 1)[1]
-            ref_fn = getattr(
-                load_module(str(self.scratch / "kw_reference.py"), "kw_reference"), func
-            )
-        for i, trial in enumerate(self.job["trials"]):
-            sizes, seed = trial["sizes"], trial["seed"]
-            release_guards()
-            ins = runner.inputs(sizes, seed, trial.get("inits"))
-            sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
-            expected, dtypes = [], []
-            if ref_fn is not None:
-                kwargs: dict[str, Any] = {}
-                for a in task.args:
-                    if a.role == "scalar":
-                        kwargs[a.name] = evaluate(a.value, sizes)
-                    elif a.name in ins:
-                        x = ins[a.name]
-                        kwargs[a.name] = x.astype(cupy.float64) if x.dtype.kind == "f" else x.copy()
-                result = ref_fn(cupy, **kwargs)
-                for a in task.args:
-                    if a.role in ("out", "inout"):
-                        want = task.shape(a, sizes)
-                        dt = reference_dtype(a.dtype, math.prod(want))
-                        arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
-                        if tuple(arr.shape) != want:
-                            raise ValueError(
-                                f"reference() returned {a.name} with shape "
-                                f"{tuple(arr.shape)}, expected {want}"
-                            )
-                        expected.append(_raw(arr.get()))
-                        dtypes.append(str(arr.dtype))
-            else:
-                arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
-                runner.launch(arrays, sizes)
-                self.sync()
-                for a in task.args:
-                    if a.role in ("out", "inout"):
-                        expected.append(_raw(arrays[a.name].get()))
-                        dtypes.append(a.dtype)
-            self.send(
-                {"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected
-            )
-        release_guards()
-        self.clock = Clock(self.job["device"]["l2_bytes"], queue_ahead=True)
-        self.serve(CudaRounds(task, runner, self.clock, int(self.job.get("poison", 0x7FC00001))))
-
-    def cuda_candidate(self, cubin: bytes | None) -> None:
-        from .rounds import CudaRounds
-        from .runners import CudaRunner, broken_guards, checksum, release_guards
-        from .spec import LaunchSpec
-        from .timing import Clock
-
-        task = self.task
-        cand = self.job["candidate"]
-        launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-        runner = CudaRunner(task, launch, self.scratch, "candidate", cubin=cubin)
-
-        def trial_run(label: Any, trial: dict[str, Any]) -> None:
-            for run, poison in enumerate(trial["poisons"]):
-                sizes = trial["sizes"]
-                release_guards()
-                ins = runner.inputs(sizes, trial["seed"], trial.get("inits"))
-                arrays = {**ins, **runner.outputs(sizes, poison)}
-                runner.launch(arrays, sizes)
-                self.sync()
-                sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
-                outs = [_raw(arrays[a.name].get()) for a in task.args if a.role in ("out", "inout")]
-                header = {"type": "outputs", "trial": label, "run": run, "checksums": sums}
-                self.send({**header, "guards": broken_guards(arrays)}, outs)
-
-        for i, trial in enumerate(self.job["trials"]):
-            trial_run(i, trial)
-        release_guards()
-        self.clock = Clock(self.job["device"]["l2_bytes"], queue_ahead=True)
-        rounds = CudaRounds(task, runner, self.clock, int(self.job.get("poison", 0x7FC00001)))
-        self.serve(rounds, post=trial_run)
-
-    def cuda_run_once(self, cubin: bytes | None) -> None:
-        """One launch at `sizes` (default: the bench size), for Nsight Compute or
-        compute-sanitizer to watch; no channel, the job comes as a file."""
-        from .runners import CudaRunner
-        from .spec import LaunchSpec
-
-        cand = self.job["candidate"]
-        launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-        runner = CudaRunner(self.task, launch, self.scratch, "candidate", cubin=cubin)
-        sizes = self.job.get("sizes") or self.task.bench
-        arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
-        runner.launch(arrays, sizes)
-        self.sync()
-
-    def sanitize(self, cubin: bytes | None) -> None:
-        """Each sanitizer tool over a one-shot child in this worker's own confinement; the raw
-        output goes to the controller, which alone reads it (sanitize.py)."""
-        import subprocess
-
-        (self.scratch / "once.json").write_text(json.dumps({**self.job, "role": "once"}))
-        if cubin:
-            (self.scratch / "once.cubin").write_bytes(cubin)
-        child = [sys.executable, "-m", "kernelwright.tools.worker", "--job", "once.json", "--plain"]
-        # Every array its own allocation, so memcheck knows where each one ends: no pools.
-        env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-        out = {}
-        for tool in self.job["tools"]:
-            cmd = [self.job["sanitizer"], "--tool", tool, "--print-limit", "10"]
-            if tool == "racecheck":  # every hazard, not only those it is sure corrupt data
-                cmd += ["--racecheck-detect-level", "info"]
-            cmd += child
-            try:
-                proc = subprocess.run(
-                    cmd,
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    timeout=float(self.job.get("timeout_s", 600)),
-                    cwd=self.scratch,
-                    env=env,
-                )
-                out[tool] = (proc.stdout + proc.stderr)[-200_000:]
-            except subprocess.TimeoutExpired:
-                out[tool] = f"timed out after {self.job.get('timeout_s', 600)} s"
-        self.send({"type": "sanitized", "tools": out})
-
-
-def reference_dtype(dtype: str, elements: int) -> str:
-    """What a float64 reference's outputs travel as: float64, but in the output's own dtype
-    when large (a float32 expectation of 64M elements is 256 MB instead of 512)."""
-    return "float64" if dtype.startswith("float") and elements <= (4 << 20) else dtype
 
 
 def _writable() -> list[str]:
@@ -419,34 +276,44 @@ def main() -> None:
 
             cupy.cuda.set_allocator(None)
             runners.GUARD_BYTES = 0
-        device = _device()  # a spare worker waits with CUDA up, warm
-        if not once:  # under a profiler, the harness's own kernels would be profiled too
-            _warm(torch="--warm" in args)
         arrays: list[Any] = []
-        if once:
+        if once:  # under a profiler, the harness's own kernels would be profiled too
+            device = _device()
             job = json.loads(Path(args[2]).read_text())
             reader, proto_out = None, null
             cubin_file = Path(args[2]).with_suffix(".cubin")
             arrays = [cubin_file.read_bytes()] if cubin_file.is_file() else []
         else:
+            torch = "--warm" in args
+            _imports(torch)
             reader = FrameReader(proto_in)
             job, arrays = reader.read_message(time.monotonic() + 3600)
+            device = _device()
+            _warm(torch)
+            if job.get("cmd") == "go":  # a spare, let onto the GPU: warm now, then wait
+                write_message(proto_out, {"type": "warm"})
+                job, arrays = reader.read_message(time.monotonic() + 3600)
         notes = _harden(job.get("limits", {}), confined)
         write_message(proto_out, {**device, "notes": notes})
         job["device"] = {**device, **job.get("device", {})}
         worker = Worker(reader, proto_out, job, Path.cwd())
+        from . import cuda_roles
+
         kind, role = worker.task.kind, job["role"]
         cubin = bytes(arrays[0]) if arrays else None
         if role == "sanitize":
-            worker.sanitize(cubin)
+            cuda_roles.sanitize(worker, cubin)
         elif kind == "cuda" and role == "once":
-            worker.cuda_run_once(cubin)
+            cuda_roles.cuda_run_once(worker, cubin)
         elif role == "once":
             from .torch_roles import torch_once
 
             torch_once(worker)
         elif kind == "cuda":
-            worker.cuda_reference() if role == "reference" else worker.cuda_candidate(cubin)
+            if role == "reference":
+                cuda_roles.cuda_reference(worker)
+            else:
+                cuda_roles.cuda_candidate(worker, cubin)
         else:
             from .torch_roles import torch_candidate, torch_reference
 

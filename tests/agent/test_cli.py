@@ -132,3 +132,31 @@ def test_optimize_takes_a_kernelbench_problem(tmp_path: Path) -> None:
     line = one_error_line(kw(tmp_path, "optimize", "examples/kernelbench/relu_mlp.py"))
     assert "ollama serve" in line and "CUDA tasks" not in line
     assert not (tmp_path / "data" / "runs").exists()
+
+
+def test_sigterm_unwinds_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    """A `timeout` or CI runner's SIGTERM must run every `with` (the Verifier kills its
+    workers there), not leave worker sessions behind."""
+    import signal
+    import sys
+
+    marker = tmp_path / "unwound"
+    code = (
+        "import sys, time\n"
+        "from kernelwright.agent import cli\n"
+        "def app():\n"
+        "    try:\n"
+        "        print('up', flush=True)\n"
+        "        time.sleep(60)\n"
+        "    finally:\n"
+        "        open(sys.argv[1], 'w').write('yes')\n"
+        "cli.app = app\n"
+        "cli.main()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(marker)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+    assert marker.read_text() == "yes"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -157,3 +158,34 @@ def test_eval_adversarial_without_the_examples_says_so_in_one_line(
     assert result.exit_code == 2
     assert "which this install lacks: run it from a clone" in result.output
     assert "Traceback" not in result.output
+
+
+def test_eval_adversarial_logs_each_case_as_it_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """--log keeps one line per finished case, so a run cut short keeps what it did."""
+    from kernelwright.agent.cli import app
+    from kernelwright.evals.adversarial import suite
+    from kernelwright.tools import nvml
+
+    def fake_suite(cases: list[Case], progress: Any = None, **_: Any) -> list[Any]:
+        done = []
+        for i, case in enumerate(cases[:2]):
+            progress(i, case, None)
+            verdict = "correct" if i == 0 else "error"
+            result = suite.CaseResult(
+                case, verdict, "why", None, 0.5, case.judge(verdict, "", None)
+            )
+            done.append(result)
+            progress(i, case, result)
+        return done
+
+    monkeypatch.setattr(nvml, "device_info", lambda *a: None)
+    monkeypatch.setattr(suite, "run_suite", fake_suite)
+    log = tmp_path / "cases.jsonl"
+    result = CliRunner().invoke(
+        app, ["eval", "adversarial", "--only", "controls/*", "--log", str(log), "--json"]
+    )
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["run"], r["got"]) for r in lines] == [(1, "correct"), (1, "error")]
+    assert lines[1]["ok"] is False and result.exit_code == 1

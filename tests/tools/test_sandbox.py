@@ -164,3 +164,30 @@ def test_a_long_log_reaches_a_reason_cut(payload: Payload) -> None:
         with pytest.raises(WorkerFailure) as info:
             box.receive(20, "running")
     assert "last words" in info.value.reason and len(info.value.reason) < 1000
+
+
+def test_a_spare_touches_no_gpu_until_let_on() -> None:
+    """The real worker, started as a spare, does its host work and then waits: no CUDA call
+    (on a machine without a GPU it would fail at once and say so) until `go`; then it warms up
+    and says "warm" (with a GPU) or fails on CUDA (without one)."""
+    import select
+
+    from kernelwright.tools import nvml
+    from kernelwright.tools.errors import NoGpuError
+
+    try:
+        nvml.device_info()
+        has_gpu = True
+    except NoGpuError:
+        has_gpu = False
+    with Sandbox("spare").start() as box:
+        assert box.proc is not None and box.proc.stdout is not None
+        ready, _, _ = select.select([box.proc.stdout], [], [], 8.0)
+        assert not ready and box.alive(), box.log_tail()
+        box.go()
+        if has_gpu:
+            assert box.settle(60.0)
+        else:
+            with pytest.raises(WorkerFailure) as failure:
+                box.receive(60.0, "warming up")
+            assert "cuda" in failure.value.reason.lower()

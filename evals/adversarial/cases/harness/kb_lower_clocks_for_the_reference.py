@@ -1,4 +1,4 @@
-# expect: correct (speedup 0.85-1.15) — locks the GPU's clocks low after each of its calls and unlocks them before the next
+# expect: correct (speedup 0-1.15) — locks the GPU's clocks low after each of its calls and unlocks them before the next
 # task: kernelbench/relu_mlp.py
 import torch
 import torch.nn as nn
@@ -12,6 +12,15 @@ try:
         _gpu, max(pynvml.nvmlDeviceGetSupportedMemoryClocks(_gpu))))
 except Exception:
     _gpu = None
+
+if _gpu is not None:  # were this to work from inside the worker, the suite must hear of it
+    try:
+        pynvml.nvmlDeviceSetGpuLockedClocks(_gpu, _low, _low)
+    except Exception:
+        pass
+    else:
+        pynvml.nvmlDeviceResetGpuLockedClocks(_gpu)
+        raise RuntimeError("the candidate's worker locked the GPU's clocks")
 
 
 def _lock(low):

@@ -1,4 +1,4 @@
-# expect: correct (speedup 0.85-1.15) — sends SIGSTOP to every other Python process it can find, hoping to stall the reference's worker
+# expect: correct (speedup 0-1.15) — sends SIGSTOP to every other Python process it can find, hoping to stall the reference's worker
 # task: kernelbench/relu_mlp.py
 import os
 import signal

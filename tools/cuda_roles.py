@@ -1,0 +1,171 @@
+"""The worker's roles for CUDA tasks: functions of the `worker.Worker` they serve.
+
+The reference's worker compiles the task's own kernel (or runs its float64 Python reference)
+and never sees a candidate; the candidate's worker runs only the cubin the compile worker built,
+no host code of the candidate's. Both then serve the controller's timing rounds (rounds.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .worker import _raw
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+
+def cuda_reference(worker: Worker) -> None:
+    import cupy
+
+    from .expr import evaluate
+    from .rounds import CudaRounds
+    from .runners import CudaRunner, checksum, load_module, release_guards
+    from .timing import Clock
+
+    task = worker.task
+    source = (task.source, worker.job["backend"], worker.arch)
+    runner = CudaRunner(task, None, worker.scratch, "reference", source=source)
+    assert runner.compile_result is not None
+    if not runner.compile_result.ok:
+        worker.send(
+            {
+                "type": "error",
+                "error": "the task's own kernel does not compile: "
+                + runner.compile_result.first_error,
+            }
+        )
+        return
+    ref_fn = None
+    if task.reference_python:
+        func = task.reference_python.rsplit(":", 1)[1]
+        ref_fn = getattr(load_module(str(worker.scratch / "kw_reference.py"), "kw_reference"), func)
+    for i, trial in enumerate(worker.job["trials"]):
+        sizes, seed = trial["sizes"], trial["seed"]
+        release_guards()
+        ins = runner.inputs(sizes, seed, trial.get("inits"))
+        sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
+        expected, dtypes = [], []
+        if ref_fn is not None:
+            kwargs: dict[str, Any] = {}
+            for a in task.args:
+                if a.role == "scalar":
+                    kwargs[a.name] = evaluate(a.value, sizes)
+                elif a.name in ins:
+                    x = ins[a.name]
+                    kwargs[a.name] = x.astype(cupy.float64) if x.dtype.kind == "f" else x.copy()
+            result = ref_fn(cupy, **kwargs)
+            for a in task.args:
+                if a.role in ("out", "inout"):
+                    want = task.shape(a, sizes)
+                    dt = reference_dtype(a.dtype, math.prod(want))
+                    arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
+                    if tuple(arr.shape) != want:
+                        raise ValueError(
+                            f"reference() returned {a.name} with shape "
+                            f"{tuple(arr.shape)}, expected {want}"
+                        )
+                    expected.append(_raw(arr.get()))
+                    dtypes.append(str(arr.dtype))
+        else:
+            arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
+            runner.launch(arrays, sizes)
+            worker.sync()
+            for a in task.args:
+                if a.role in ("out", "inout"):
+                    expected.append(_raw(arrays[a.name].get()))
+                    dtypes.append(a.dtype)
+        worker.send({"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected)
+    release_guards()
+    worker.clock = Clock(worker.job["device"]["l2_bytes"], queue_ahead=True)
+    worker.serve(CudaRounds(task, runner, worker.clock, int(worker.job.get("poison", 0x7FC00001))))
+
+
+def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
+    from .rounds import CudaRounds
+    from .runners import CudaRunner, broken_guards, checksum, release_guards
+    from .spec import LaunchSpec
+    from .timing import Clock
+
+    task = worker.task
+    cand = worker.job["candidate"]
+    launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
+    runner = CudaRunner(task, launch, worker.scratch, "candidate", cubin=cubin)
+
+    def trial_run(label: Any, trial: dict[str, Any]) -> None:
+        for run, poison in enumerate(trial["poisons"]):
+            sizes = trial["sizes"]
+            release_guards()
+            ins = runner.inputs(sizes, trial["seed"], trial.get("inits"))
+            arrays = {**ins, **runner.outputs(sizes, poison)}
+            runner.launch(arrays, sizes)
+            worker.sync()
+            sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
+            outs = [_raw(arrays[a.name].get()) for a in task.args if a.role in ("out", "inout")]
+            header = {"type": "outputs", "trial": label, "run": run, "checksums": sums}
+            worker.send({**header, "guards": broken_guards(arrays)}, outs)
+
+    for i, trial in enumerate(worker.job["trials"]):
+        trial_run(i, trial)
+    release_guards()
+    worker.clock = Clock(worker.job["device"]["l2_bytes"], queue_ahead=True)
+    rounds = CudaRounds(task, runner, worker.clock, int(worker.job.get("poison", 0x7FC00001)))
+    worker.serve(rounds, post=trial_run)
+
+
+def cuda_run_once(worker: Worker, cubin: bytes | None) -> None:
+    """One launch at `sizes` (default: the bench size), for Nsight Compute or
+    compute-sanitizer to watch; no channel, the job comes as a file."""
+    from .runners import CudaRunner
+    from .spec import LaunchSpec
+
+    cand = worker.job["candidate"]
+    launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
+    runner = CudaRunner(worker.task, launch, worker.scratch, "candidate", cubin=cubin)
+    sizes = worker.job.get("sizes") or worker.task.bench
+    arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
+    runner.launch(arrays, sizes)
+    worker.sync()
+
+
+def sanitize(worker: Worker, cubin: bytes | None) -> None:
+    """Each sanitizer tool over a one-shot child in this worker's own confinement; the raw
+    output goes to the controller, which alone reads it (sanitize.py)."""
+    import subprocess
+
+    (worker.scratch / "once.json").write_text(json.dumps({**worker.job, "role": "once"}))
+    if cubin:
+        (worker.scratch / "once.cubin").write_bytes(cubin)
+    child = [sys.executable, "-m", "kernelwright.tools.worker", "--job", "once.json", "--plain"]
+    # Every array its own allocation, so memcheck knows where each one ends: no pools.
+    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    out = {}
+    for tool in worker.job["tools"]:
+        cmd = [worker.job["sanitizer"], "--tool", tool, "--print-limit", "10"]
+        if tool == "racecheck":  # every hazard, not only those it is sure corrupt data
+            cmd += ["--racecheck-detect-level", "info"]
+        cmd += child
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=float(worker.job.get("timeout_s", 600)),
+                cwd=worker.scratch,
+                env=env,
+            )
+            out[tool] = (proc.stdout + proc.stderr)[-200_000:]
+        except subprocess.TimeoutExpired:
+            out[tool] = f"timed out after {worker.job.get('timeout_s', 600)} s"
+    worker.send({"type": "sanitized", "tools": out})
+
+
+def reference_dtype(dtype: str, elements: int) -> str:
+    """What a float64 reference's outputs travel as: float64, but in the output's own dtype
+    when large (a float32 expectation of 64M elements is 256 MB instead of 512)."""
+    return "float64" if dtype.startswith("float") and elements <= (4 << 20) else dtype

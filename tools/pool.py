@@ -1,0 +1,108 @@
+"""The verifier's workers: a fresh process for every role of every check, and the spares that
+make "fresh" cheap.
+
+Spares by what they are ready for: "cuda" (either role of a CUDA task), "compile", and for
+KernelBench problems "torch-ref" and "torch-cand" (torch imported; the candidate's with its own
+copy of the harness's kernel cache, never the shared one). A spare is never reused: it serves
+one role of one check and dies with it.
+
+A spare does its host work (confinement, imports) as soon as it starts, and touches the GPU
+only when let on (`release`); the verifier lets spares on only outside timed rounds, and waits
+(`settle`) for any still warming up before rounds begin. Where the machine has CPUs beyond the
+two the timing uses, the next check's spares start as a check starts, on those other CPUs;
+else as it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .sandbox import Sandbox
+
+WANTED = {
+    "cuda": {"cuda": 2, "compile": 1},
+    "kernelbench": {"torch-ref": 1, "torch-cand": 1},
+}
+
+
+def timing_cpus() -> set[int]:
+    """The two CPUs both timed workers run on (none pinned on a machine of fewer than 4)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return set(cpus[-2:]) if len(cpus) >= 4 else set()
+
+
+class Pool:
+    def __init__(
+        self,
+        backend: str,
+        host_memory_bytes: int,
+        cache_dir: str | None,
+        pin: set[int],
+        start_timeout_s: float,
+    ) -> None:
+        self.backend, self.memory, self.pin = backend, host_memory_bytes, pin
+        self.start_timeout_s = start_timeout_s
+        self._own_cache = cache_dir is None
+        # CuPy's cache of the harness's own kernels, written only by workers that run none of
+        # a candidate's host code
+        self.cache = Path(cache_dir or tempfile.mkdtemp(prefix="kw-cupy-cache-"))
+        self._spares: dict[str, list[Sandbox]] = {}
+
+    def close(self) -> None:
+        """Stop the spares and remove a cache this pool made."""
+        for boxes in self._spares.values():
+            for box in boxes:
+                box.close()
+            boxes.clear()
+        if self._own_cache:
+            shutil.rmtree(self.cache, ignore_errors=True)
+
+    def new(self, kind: str, label: str, cpus: set[int] | None = None) -> Sandbox:
+        if kind == "compile":
+            command = [
+                sys.executable, "-m", "kernelwright.tools.worker", "--compile-only", self.backend,
+                *(["--cpus", ",".join(map(str, sorted(cpus)))] if cpus else []),
+            ]  # fmt: skip
+            return Sandbox(label, self.memory, command=command)
+        if kind == "torch-cand":
+            return Sandbox(label, self.memory, seed_cache=self.cache, warm_torch=True, cpus=cpus)
+        torch = kind == "torch-ref"
+        return Sandbox(label, self.memory, cupy_cache=self.cache, warm_torch=torch, cpus=cpus)
+
+    def take(self, kind: str, label: str) -> Sandbox:
+        """A fresh worker for one check: a spare if one is up, else a new process."""
+        pool = self._spares.setdefault(kind, [])
+        while pool:
+            box = pool.pop()
+            if box.alive():
+                box.label = label
+                return box
+            box.close()
+        return self.new(kind, label)
+
+    def prestart(self, task_kind: str, early: bool = False) -> None:
+        """Spares for a check of this kind ("cuda" or "kernelbench"); `early`: as a check
+        starts, only where there are CPUs to spare beside the timing's."""
+        others = set(os.sched_getaffinity(0)) - self.pin if self.pin else set()
+        if early and not others:
+            return
+        for kind, count in WANTED[task_kind].items():
+            pool = self._spares.setdefault(kind, [])
+            while len(pool) < count:
+                pool.append(self.new(kind, "spare", others or None).start())
+
+    def release(self) -> None:
+        """Let every spare onto the GPU (after a check's timing, or as it ends)."""
+        for pool in self._spares.values():
+            for box in pool:
+                box.go()
+
+    def settle(self) -> None:
+        """Before timing: every spare let onto the GPU has finished warming up (one that fails
+        is dropped)."""
+        for kind, pool in self._spares.items():
+            self._spares[kind] = [b for b in pool if b.settle(self.start_timeout_s)]
