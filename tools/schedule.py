@@ -24,6 +24,7 @@ from .sandbox import Sandbox, WorkerFailure
 from .timing import ratio_settled
 
 ROUND_KEYS = ("ms", "host_ms")
+OVERRUN = 4.0  # rounds stop after any pair of batches once this many budgets are spent
 
 
 @dataclass
@@ -134,6 +135,9 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
         pairs += 1
         n = len(out.ref)
         spent = time.perf_counter() - timed_from
+        # calls far slower than the budget allows: one R-C pair of batches is all there will be
+        if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
+            break
         if (
             pairs % 2 == 0
             and n >= budget.min_rounds

@@ -134,3 +134,20 @@ def test_no_worker_is_ever_told_a_round_before_it_starts() -> None:
                 assert len(header["round"]) == 3 and "rounds" not in header
 
     _run(Watcher("ref", log, 1.0), Watcher("cand", log, 0.5), min_rounds=16)
+
+
+def test_calls_far_slower_than_the_budget_stop_after_one_pair_of_batches() -> None:
+    """A candidate whose own threads starve it (or an honest forward of seconds) must not hold
+    the check for minutes: past OVERRUN budgets, one R-C pair of batches is what is timed."""
+    import time
+
+    class Slow(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] != "warmup":
+                time.sleep(0.01)
+            return super().receive(*args, **kwargs)
+
+    out = _run(FakeWorker("ref", [], 1.0), Slow("cand", [], 0.5), batch=8, seconds=0.01)
+    assert len(out.ref) == len(out.cand) == 8
+    fast = _run(FakeWorker("ref", [], 1.0), FakeWorker("cand", [], 0.5), batch=8, seconds=60.0)
+    assert len(fast.ref) == 32  # the minimum of 24 rounds, in whole R C C R pairs

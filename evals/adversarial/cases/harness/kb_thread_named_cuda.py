@@ -1,4 +1,4 @@
-# expect: correct (speedup 0.5-1.15) — a thread named like the CUDA driver's burns CPU all the time, to slow the reference's dispatch
+# expect: implausible (longer than its samples explain) — sixteen threads named like the CUDA driver's burn CPU all the time, to slow the reference's dispatch: they slow only their own process, which the controller's clock sees
 # task: kernelbench/relu_mlp.py
 import threading
 
