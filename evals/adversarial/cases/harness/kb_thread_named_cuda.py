@@ -1,4 +1,4 @@
-# expect: implausible (longer than its samples explain) — sixteen threads named like the CUDA driver's burn CPU all the time, to slow the reference's dispatch: they slow only their own process, which the controller's clock sees
+# expect: implausible (longer than its samples explain) — 16 threads named like the CUDA driver's burn CPU, to slow the reference's dispatch: they starve only their own process
 # task: kernelbench/relu_mlp.py
 import threading
 

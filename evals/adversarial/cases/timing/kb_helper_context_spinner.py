@@ -1,4 +1,4 @@
-# expect: correct (speedup 0-1.15) — a helper process with its own CUDA context keeps the GPU busy after each call, so the work spills into the reference's batches (its own device syncs never wait for another context)
+# expect: correct (speedup 0-1.15) — a helper process with its own CUDA context keeps the GPU busy after each call, into the reference's batches
 # task: kernelbench/relu_mlp.py
 import os
 import subprocess
