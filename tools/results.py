@@ -82,7 +82,9 @@ class TimingResult(Result):
     # per call, how much longer the candidate's worker kept the controller waiting than its
     # samples explain, beyond the reference's worker (verdicts.py)
     unexplained_us: float | None = None
-    charged_us: float = 0.0  # of it, added to the candidate's samples (KernelBench only)
+    # per round, how much longer the candidate's worker took to make the same inputs
+    prepare_us: float | None = None
+    charged_us: float = 0.0  # added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None
     clocks_after: ClockSample | None = None
     notes: tuple[str, ...] = ()

@@ -82,15 +82,27 @@ class TorchRounds:
 
     def __init__(self, runner: Any, model: Any, clock: Any) -> None:
         self.runner, self.model, self.clock = runner, model, clock
+        self._inputs: Any = None
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
+        self.prepare(seed)
+        return self.call(signs)
+
+    def prepare(self, seed: int) -> None:
+        """A round's first phase, timed by the controller on its own: fresh inputs made, L2
+        flushed, the GPU idle. The call comes in the next message."""
+        self._inputs = self.runner.fresh_inputs(seed)
+        self.clock.ready()
+
+    def call(self, signs: tuple[int, int]) -> dict[str, Any]:
+        """The round's timed call on the prepared inputs, and its outputs' sketches."""
         import torch
 
-        inputs = self.runner.fresh_inputs(seed)
+        inputs, self._inputs = self._inputs, None
         held: list[Any] = []
         model = self.model
         with torch.no_grad():
-            ms, host_ms = self.clock.sample(lambda: held.append(model(*inputs)))
+            ms, host_ms = self.clock.timed(lambda: held.append(model(*inputs)))
         out = held.pop()
         outs = out if isinstance(out, tuple | list) else (out,)
         # No input checksums here: what this worker says of its inputs proves nothing, and its
@@ -142,3 +154,9 @@ def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:
     """A round's (input seed, sign seeds) from the controller's command, validated."""
     seed, s0, s1 = (int(v) for v in entry)
     return seed, (s0, s1)
+
+
+def signs_of(entry: Any) -> tuple[int, int]:
+    """A call's sign seeds (two phases: sent only with the call, after the inputs are made)."""
+    s0, s1 = (int(v) for v in entry)
+    return s0, s1

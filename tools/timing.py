@@ -74,8 +74,16 @@ class Clock:
 
     def sample(self, fn: Callable[[], Any]) -> tuple[float, float]:
         """(event ms, host ms) of one call, after the flush."""
+        self.ready()
+        return self.timed(fn)
+
+    def ready(self) -> None:
+        """Before a timed call: L2 flushed, the GPU idle."""
         self.flush()
         self.sync()
+
+    def timed(self, fn: Callable[[], Any]) -> tuple[float, float]:
+        """(event ms, host ms) of one call; `ready()` first."""
         t0 = self._now()
         if self._hold is not None:
             self._hold((1,), (1,), (np.uint64(HOLD_NS),))

@@ -75,6 +75,12 @@ class _Timed:
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         return self.rounds.round(seed, signs)
 
+    def prepare(self, seed: int) -> None:
+        self.rounds.prepare(seed)
+
+    def call(self, signs: tuple[int, int]) -> dict[str, Any]:
+        return self.rounds.call(signs)
+
 
 def torch_reference(w: Any) -> None:
     import torch

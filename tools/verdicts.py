@@ -5,15 +5,18 @@ A KernelBench candidate is Python in the process that times it, so its samples a
 only as far as the controller's clock bears them out. Per round, the candidate's worker may
 keep the controller waiting longer than its samples explain, beyond what the reference's worker
 took for the same harness work: that is time spent where its samples do not look (work left
-outside its timed window, or samples forged). Honest workers differ by up to ALLOW_US per
-call (measured: docs/benchmarks.md), so what exceeds that is charged to the candidate's time;
-more than its whole measured time besides, and the timing is refused as implausible. A CUDA
+outside its timed window, or samples forged). A round has two phases, each on the
+controller's clock: the inputs are made (the problem's own Python; honest workers differ by up
+to ALLOW_US), then the call is asked for and answered with its samples and sketches (they
+differ by up to ALLOW_CALL_US). What exceeds those is charged to the candidate's time; more than
+its whole measured time, and the timing is refused as implausible. A CUDA
 task's candidate has no host code: its worker's samples are the harness's own, and the figure
 is reported, not charged.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,25 +34,37 @@ from .timing import (
     unexplained_us,
 )
 
-ALLOW_US = 60.0
+ALLOW_US = 60.0  # a round's first phase (making the inputs: the problem's own Python)
+ALLOW_CALL_US = 15.0  # its second: the call, its outputs' sketches and two messages
 BUSY_US = 500.0  # an empty launch slower than this: another context held the GPU
 
 
-def charge_us(unexplained: float, python: bool) -> float:
-    """What a candidate is charged per call beyond its own samples (pure)."""
-    return max(0.0, unexplained - ALLOW_US) if python else 0.0
+def charge_us(unexplained: float, python: bool, prepare: float = 0.0) -> float:
+    """What a candidate is charged per call beyond its own samples (pure): the call's
+    unexplained time beyond ALLOW_CALL_US, and a slower first phase than the reference's beyond
+    ALLOW_US (work done on inputs before the call was asked for)."""
+    if not python:
+        return 0.0
+    return max(0.0, unexplained - ALLOW_CALL_US) + max(0.0, prepare - ALLOW_US)
 
 
-def unexplained_problem(unexplained: float, cand_median_ms: float, python: bool) -> str:
-    limit = ALLOW_US + cand_median_ms * 1e3
-    if python and unexplained > limit:
+def unexplained_problem(charged: float, cand_median_ms: float, python: bool) -> str:
+    if python and charged > cand_median_ms * 1e3:
         return (
             f"implausible: work escaped the timed region: the candidate's worker kept the "
-            f"controller waiting {unexplained:.0f} us per call longer than its samples explain "
-            f"(beyond the reference's harness; more than its own {cand_median_ms * 1e3:.0f} us "
-            f"and the {ALLOW_US:.0f} us two honest workers may differ by)"
+            f"controller waiting {charged:.0f} us per call longer than its samples explain "
+            f"(beyond the reference's harness and the {ALLOW_CALL_US:.0f} us a call, "
+            f"{ALLOW_US:.0f} us an input set, two honest workers may differ by), more than its "
+            f"own {cand_median_ms * 1e3:.0f} us"
         )
     return ""
+
+
+def prepare_excess_us(rounds: Rounds) -> float:
+    """Per round, how much longer the candidate's worker took than the reference's to make the
+    same inputs (two phases; 0 otherwise), the median in us (pure)."""
+    pairs = [c - r for c, r in zip(rounds.cand_prepare_ms, rounds.ref_prepare_ms, strict=False)]
+    return statistics.median(pairs) * 1e3 if pairs else 0.0
 
 
 def timing_notes(
@@ -82,9 +97,10 @@ def timing(
         host_clock_problem(cand_ms, rounds.host_ms("cand")),
     ]
     unexplained = unexplained_us(rounds.walls)
+    prepare = prepare_excess_us(rounds)
     python = isinstance(task, KernelBenchTask)  # candidate code beside its own timing
-    problems.append(unexplained_problem(unexplained, summarize(cand_ms).median_ms, python))
-    charged = charge_us(unexplained, python)
+    charged = charge_us(unexplained, python, prepare)
+    problems.append(unexplained_problem(charged, summarize(cand_ms).median_ms, python))
     cand_ms = [ms + charged / 1e3 for ms in cand_ms]  # what the controller's clock bears out
     cand = summarize(cand_ms)
     # The reference's worker waits (up to 2 s) until no other context holds the GPU before
@@ -117,6 +133,7 @@ def timing(
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,
+        prepare_us=prepare,
         charged_us=charged,
         clocks_before=before,
         clocks_after=after,

@@ -161,7 +161,7 @@ class Worker:
         into whichever batch crosses its threshold."""
         import gc
 
-        from .rounds import seeds_of, warm_up
+        from .rounds import seeds_of, signs_of, warm_up
 
         while True:
             cmd = self.command()
@@ -173,16 +173,15 @@ class Worker:
                 gc.disable()
                 self.send({"type": "warm"})
             elif kind == "round":
-                reply: dict[str, Any] = {"type": "round"}
-                if cmd.get("probe"):  # a batch's first round: wait until no other context runs
-                    first = quiet = self.clock.quiet_us()
-                    waited = time.perf_counter()
-                    while quiet > QUIET_US and time.perf_counter() - waited < 2.0:
-                        time.sleep(0.002)
-                        quiet = self.clock.quiet_us()
-                    reply |= {"quiet_us": first, "settled_us": quiet}
+                reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
                 reply["result"] = rounds.round(*seeds_of(cmd["round"]))
                 self.send(reply)
+            elif kind == "prepare":  # two phases (KernelBench): inputs, then the timed call
+                ready = {"type": "ready", **self._probe(cmd)}
+                rounds.prepare(int(cmd["seed"]))
+                self.send(ready)
+            elif kind == "call":
+                self.send({"type": "round", "result": rounds.call(signs_of(cmd["signs"]))})
             elif kind == "post" and post is not None:
                 gc.enable()
                 post("post", cmd["trial"])
@@ -190,6 +189,17 @@ class Worker:
                 gc.enable()
                 self.send({"type": "done"})
                 return
+
+    def _probe(self, cmd: dict[str, Any]) -> dict[str, float]:
+        """A batch's first round: wait until no other context runs (up to 2 s)."""
+        if not cmd.get("probe"):
+            return {}
+        first = quiet = self.clock.quiet_us()
+        waited = time.perf_counter()
+        while quiet > QUIET_US and time.perf_counter() - waited < 2.0:
+            time.sleep(0.002)
+            quiet = self.clock.quiet_us()
+        return {"quiet_us": first, "settled_us": quiet}
 
 
 def _writable() -> list[str]:

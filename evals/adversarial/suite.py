@@ -142,6 +142,7 @@ class CaseResult:
     problem: str  # why this is not what the case expects; "" when it is
     unexplained_us: float | None = None
     charged_us: float = 0.0
+    figures: dict[str, float | None] | None = None  # the timing's medians, for the log
 
     @property
     def ok(self) -> bool:
@@ -161,6 +162,7 @@ class CaseResult:
             "speedup": self.speedup,
             "unexplained_us": self.unexplained_us,
             "charged_us": self.charged_us,
+            **(self.figures or {}),
             "wall_s": round(self.wall_s, 2),
             "ok": self.ok,
             "problem": self.problem,
@@ -182,14 +184,20 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
     """Check one case with a fresh worker; what it left running is killed and counts against it."""
     start = time.perf_counter()
     speedup, unexplained, charged = None, None, 0.0
+    figures: dict[str, float | None] | None = None
     try:
         task = load_task((examples or examples_dir()) / case.task)
         candidate = load_candidate(task, case.path)
         report: CheckReport = verifier.check(task, candidate)
         verdict, reason = str(report.verdict), report.reason
         speedup = report.timing.speedup if report.timing else None
-        if report.timing:
-            unexplained, charged = report.timing.unexplained_us, report.timing.charged_us
+        if t := report.timing:
+            unexplained, charged = t.unexplained_us, t.charged_us
+            figures = {
+                "ref_ms": t.reference.median_ms,
+                "cand_ms": t.candidate.median_ms,
+                "prepare_us": t.prepare_us,
+            }
         if case.sanitize and report.ok:
             found = sanitize(task, candidate, verifier.options.backend)
             if found.available and not found.ok:
@@ -213,6 +221,7 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
         problem,
         unexplained,
         charged,
+        figures,
     )
 
 

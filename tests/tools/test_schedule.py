@@ -151,3 +151,41 @@ def test_calls_far_slower_than_the_budget_stop_after_one_pair_of_batches() -> No
     assert len(out.ref) == len(out.cand) == 8
     fast = _run(FakeWorker("ref", [], 1.0), FakeWorker("cand", [], 0.5), batch=8, seconds=60.0)
     assert len(fast.ref) == 32  # the minimum of 24 rounds, in whole R C C R pairs
+
+
+def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
+    """KernelBench rounds: a worker learns a round's sign seeds only when the call is asked
+    for, after it has said its inputs are made; both phases are on the controller's clock."""
+    sent: list[dict[str, Any]] = []
+
+    class TwoPhase(FakeWorker):
+        def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+            sent.append(header)
+            super().send(header, arrays)
+
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            cmd = self.pending
+            if cmd["cmd"] == "prepare":
+                assert set(cmd) == {"cmd", "seed", "probe"}
+                self.seed = cmd["seed"]
+                return {"type": "ready", "quiet_us": 10.0, "settled_us": 10.0}, []
+            if cmd["cmd"] == "call":
+                self.pending = {"cmd": "round", "round": [self.seed, *cmd["signs"]], "probe": 0}
+            return super().receive(*args, **kwargs)
+
+    ref, cand = TwoPhase("ref", [], 1.0), TwoPhase("cand", [], 0.5)
+    out = _run(ref, cand, batch=8, seconds=60.0, two_phase=True)
+    assert ref.rounds_seen == cand.rounds_seen and len(ref.rounds_seen) == 32
+    kinds = [h["cmd"] for h in sent if h["cmd"] in ("prepare", "call")]
+    assert kinds == ["prepare", "call"] * 64
+    assert len(out.ref_prepare_ms) == len(out.cand_prepare_ms) == 32
+    assert len(out.ref_quiet_us) == 4 and all(q == 10.0 for q in out.ref_quiet_us)
+
+    class Silent(TwoPhase):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "prepare":
+                return {"type": "round"}, []
+            return super().receive(*args, **kwargs)
+
+    with pytest.raises(WorkerFailure, match="no valid"):
+        _run(TwoPhase("ref", [], 1.0), Silent("cand", [], 0.5), two_phase=True)

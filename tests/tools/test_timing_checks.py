@@ -38,10 +38,11 @@ def test_unexplained_time_is_per_call_beyond_the_references_harness() -> None:
     ("hidden_ms", "speedup", "why"),
     [
         (0.0, 2.0, ""),  # honest
-        (0.05, 2.0, ""),  # within the spread between honest workers: not charged
+        (0.01, 2.0, ""),  # within the spread between honest workers' calls: not charged
         (-0.2, 2.0, ""),  # less harness time than the reference's: noise, not credit
-        (0.16, 1.0 / (0.5 + 0.1), ""),  # charged beyond the allowance
-        (0.6, 1.0 / (0.5 + 0.54), "work escaped the timed region"),  # more than its own time
+        (0.05, 1.0 / (0.5 + 0.035), ""),  # charged beyond the allowance
+        (0.16, 1.0 / (0.5 + 0.145), ""),
+        (0.6, 1.0 / (0.5 + 0.585), "work escaped the timed region"),  # more than its own time
     ],
 )
 def test_a_kernelbench_candidate_is_held_to_the_controllers_clock(
@@ -52,7 +53,33 @@ def test_a_kernelbench_candidate_is_held_to_the_controllers_clock(
     assert timing.speedup == pytest.approx(speedup) and timing.rounds == 16
     assert timing.unexplained_us == pytest.approx(hidden_ms * 1e3)
     assert (why in problem) if why else problem == ""
-    assert bool(timing.charged_us) == (hidden_ms * 1e3 > verdicts.ALLOW_US)
+    assert bool(timing.charged_us) == (hidden_ms * 1e3 > verdicts.ALLOW_CALL_US)
+
+
+@pytest.mark.parametrize(
+    ("slower_ms", "charged_us", "why"),
+    [
+        (0.0, 0.0, ""),
+        (0.05, 0.0, ""),  # making the inputs varies more: within ALLOW_US
+        (-0.3, 0.0, ""),  # faster than the reference's worker: no credit
+        (0.3, 240.0, ""),  # work on the inputs before the call was asked for: charged
+        (0.8, 740.0, "work escaped the timed region"),  # more than its own 0.5 ms
+    ],
+)
+def test_work_done_before_the_call_is_charged_too(
+    slower_ms: float, charged_us: float, why: str
+) -> None:
+    """Two phases: the candidate knows a round's inputs before the call is asked for; a first
+    phase slower than the reference's is work it did on them, and is charged."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    rounds = _rounds(0.5)
+    rounds.ref_prepare_ms = [0.2] * 16
+    rounds.cand_prepare_ms = [0.2 + slower_ms] * 16
+    timing, problem = verdicts.timing(task, rounds, None, None, None)
+    assert timing.charged_us == pytest.approx(charged_us)
+    assert timing.prepare_us == pytest.approx(slower_ms * 1e3)
+    assert timing.speedup == pytest.approx(1.0 / (0.5 + charged_us / 1e3))
+    assert (why in problem) if why else problem == ""
 
 
 def test_a_cuda_task_reports_the_figure_without_judging_it() -> None:

@@ -1,4 +1,4 @@
-# expect: correct (speedup 0-1.15) — a helper process with its own CUDA context keeps the GPU busy after each call, into the reference's batches
+# expect: implausible (longer than its samples explain) — a helper process with its own CUDA context keeps the GPU busy after each call, into the reference's batches
 # task: kernelbench/relu_mlp.py
 import os
 import subprocess
