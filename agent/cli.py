@@ -134,6 +134,7 @@ def check(
         timing_budget_s=settings.timing_budget_s,
         host_memory_bytes=int(settings.worker_host_memory_gib * (1 << 30)),
         cache_dir=str(settings.cache_dir / "cupy"),
+        build_cache_dir=str(settings.cache_dir / "builds"),
     )
     with err.status(f"checking {loaded.name}...") as status:
         verifier = Verifier(options, progress=lambda msg: status.update(f"{loaded.name}: {msg}"))
@@ -277,7 +278,8 @@ def _print_report(report: object) -> None:
         spills = (c.spill_stores_bytes or 0) + (c.spill_loads_bytes or 0)
         table.add_row(
             "compile",
-            f"{c.backend} {c.duration_ms:.0f} ms, {c.registers} registers, "
+            f"{c.backend} {c.duration_ms:.0f} ms{' (built before: reused)' if c.cached else ''}, "
+            f"{c.registers} registers, "
             f"{c.shared_mem_bytes} B shared, {c.local_mem_bytes} B stack, "
             f"{spills} B spilled",
         )

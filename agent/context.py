@@ -12,6 +12,7 @@ from kernelwright.agent.rundir import RunDir
 from kernelwright.memory.graph_file import SavedGraph
 from kernelwright.memory.store import EpisodeStore
 from kernelwright.tools.backend import GpuBackend
+from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.task import Task
 
 Progress = Callable[[dict[str, Any]], None]
@@ -33,6 +34,8 @@ class LoopContext:
     graph: SavedGraph | None = None
     pairs: int = 3  # contrastive pairs at most in a propose prompt
     pair_chars: int = 12_000  # and the characters they may take
+    # where the compile node keeps what it built, so the verifier does not build it again
+    builds: BuildCache | None = None
 
     @property
     def run_id(self) -> str:

@@ -66,6 +66,7 @@ class Machine:
                     timing_budget_s=s.timing_budget_s,
                     host_memory_bytes=int(s.worker_host_memory_gib * (1 << 30)),
                     cache_dir=str(s.cache_dir / "cupy"),
+                    build_cache_dir=str(s.cache_dir / "builds"),
                 ),
                 s.compile_backend,
             )

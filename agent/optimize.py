@@ -22,6 +22,7 @@ from kernelwright.agent.settings import Settings
 from kernelwright.agent.state import LoopInput
 from kernelwright.memory.contrastive import CHARS_PER_TOKEN
 from kernelwright.tools.backend import GpuBackend
+from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import (
     Attempt,
@@ -107,6 +108,7 @@ def optimize(
         graph=mem.graph if mem else None,
         pairs=settings.memory.pairs,
         pair_chars=settings.memory.pair_tokens * CHARS_PER_TOKEN,
+        builds=BuildCache(settings.cache_dir / "builds"),
     )
     config: Any = {"configurable": {"thread_id": run.path.name}, "recursion_limit": 100_000}
     start: LoopInput | None = None
@@ -141,6 +143,7 @@ def local_gpu(settings: Settings) -> GpuBackend:
             prestart=True,
             run_timeout_s=settings.run_timeout_s,
             cache_dir=str(settings.cache_dir / "cupy"),
+            build_cache_dir=str(settings.cache_dir / "builds"),
         ),
         settings.compile_backend,
     )

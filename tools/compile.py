@@ -152,6 +152,12 @@ def _result(ok: bool, backend: str, arch: str, start: float, log: str, entry: st
     )
 
 
+NVRTC_OPTIONS = ("--std=c++17", "--ptxas-options=-v", "-lineinfo")
+NVCC_OPTIONS = ("--std=c++17", "--resource-usage", "-lineinfo")
+# what decides a build besides the source and the compiler (builds.py keys on it)
+OPTIONS_TAG = " ".join(("nvrtc:", *NVRTC_OPTIONS, "nvcc:", *NVCC_OPTIONS, "include-screen:1"))
+
+
 def compile_nvrtc(
     source: str,
     entry: str,
@@ -171,7 +177,7 @@ def compile_nvrtc(
         return _result(False, "nvrtc", arch, start, f"{filename}: error: {problem}", entry), None
     from cupy_backends.cuda.libs import nvrtc  # imported here: CuPy is heavy and optional on CPU
 
-    options = [f"-arch={arch}", "--std=c++17", "--ptxas-options=-v", "-lineinfo", *extra_options]
+    options = [f"-arch={arch}", *NVRTC_OPTIONS, *extra_options]
     include = cuda_include_dir()
     if include:
         options.append(f"-I{include}")
@@ -222,9 +228,7 @@ def compile_nvcc(
             nvcc,
             "-cubin",
             f"-arch={arch}",
-            "--std=c++17",
-            "--resource-usage",
-            "-lineinfo",
+            *NVCC_OPTIONS,
             *extra_options,
             "-o",
             str(out),

@@ -25,6 +25,7 @@ class CompileResult(Result):
     local_mem_bytes: int | None = None  # stack frame per thread
     spill_stores_bytes: int | None = None
     spill_loads_bytes: int | None = None
+    cached: bool = False  # an unchanged candidate's earlier build, not built again
 
     @property
     def first_error(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import judge, nvml, plan, schedule, verdicts
+from .builds import BuildCache
 from .errors import NoGpuError
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .pool import Pool, timing_cpus
@@ -47,6 +48,7 @@ class VerifyOptions:
     min_trials: int = 5
     host_memory_bytes: int = 16 << 30
     cache_dir: str | None = None  # CuPy's kernel cache for harness kernels; None: per Verifier
+    build_cache_dir: str | None = None  # candidates' cubins (builds.py); None: per Verifier
     prestart: bool = False  # start the next check's workers as soon as one check ends
     pin_cpus: bool = True  # time both workers on the same two CPUs
 
@@ -72,10 +74,12 @@ class Verifier:
         o = self.options
         self.pool = Pool(o.backend, o.host_memory_bytes, o.cache_dir, self._pin, o.start_timeout_s)
         self.cache = self.pool.cache
+        self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
 
     def close(self) -> None:
-        """Stop spare workers and remove a cache this verifier made."""
+        """Stop spare workers and remove caches this verifier made."""
         self.pool.close()
+        self.builds.close()
 
     def __enter__(self) -> Verifier:
         return self
@@ -157,10 +161,13 @@ class Verifier:
                 kinds = ("cuda", "cuda") if cuda else ("torch-ref", "torch-cand")
                 ref_box = stack.enter_context(self.pool.take(kinds[0], "reference"))
                 ref_box.send(self._job(task, "reference", [*trials, post], None, files, poison))
-                compiler = None
+                compiler, build_key, built = None, None, None
                 if cuda:
+                    source, entry = candidate.source, task.entry  # type: ignore[union-attr]
+                    build_key = self.builds.key(source, entry, self._arch(), self.options.backend)
+                    built = self.builds.get(build_key) if build_key else None
+                if cuda and built is None:
                     compiler = stack.enter_context(self.pool.take("compile", "compile"))
-                if compiler is not None:
                     compiler.send(
                         {
                             "source": candidate.source,
@@ -178,7 +185,10 @@ class Verifier:
                 device = self._device = self._device or _device_info(dev)
                 lap("start")
                 cubin: list[bytes] = []
-                if compiler is not None:
+                if built is not None:  # this very source, built before: not again
+                    compiled, cubin = built[0], [built[1]]
+                    lap("compile")
+                elif compiler is not None:
                     stage = "compile"
                     self.progress("compiling")
                     header, arrays = compiler.receive(
@@ -195,6 +205,8 @@ class Verifier:
                             device=device,
                         )
                     cubin = [bytes(arrays[0])]
+                    if build_key:
+                        self.builds.put(build_key, compiled, cubin[0])
                 cand_job = _candidate_job(task, candidate)
                 cand_box.send(self._job(task, "candidate", trials, cand_job, files, poison), cubin)
                 stage = "reference"

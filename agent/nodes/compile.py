@@ -38,9 +38,7 @@ def compile_candidate(state: LoopState, runtime: Runtime[LoopContext]) -> dict[s
                     "compile_log": f"error: {exc.field}: {exc.problem}",
                     "repairs": state.get("repairs", 0) + 1,
                 }
-            result, _ = compile_in_sandbox(
-                proposal.source, task.entry, ctx.arch, ctx.compile_backend
-            )
+            result = _build(ctx, proposal.source, task.entry)
         else:
             result = check_model_new(proposal.source, task.source)
     if result.ok:
@@ -51,6 +49,19 @@ def compile_candidate(state: LoopState, runtime: Runtime[LoopContext]) -> dict[s
         "repairs": state.get("repairs", 0) + 1,
         "elapsed_s": took["s"],
     }
+
+
+def _build(ctx: LoopContext, source: str, entry: str) -> CompileResult:
+    """The compile worker's build, kept in the build cache the verifier reads (same source,
+    arch and compiler: the check does not build it again)."""
+    builds = ctx.builds
+    key = builds.key(source, entry, ctx.arch, ctx.compile_backend) if builds else None
+    if builds and key and (hit := builds.get(key)):
+        return hit[0]
+    result, cubin = compile_in_sandbox(source, entry, ctx.arch, ctx.compile_backend)
+    if builds and key and cubin:
+        builds.put(key, result, cubin)
+    return result
 
 
 def check_model_new(source: str, problem: str) -> CompileResult:

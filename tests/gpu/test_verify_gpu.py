@@ -46,3 +46,15 @@ def test_wrong_kernel_is_rejected_with_a_reason(verifier: Verifier, name: str) -
     assert report.verdict == "wrong"
     assert report.reason.startswith("output '"), report.reason
     assert report.timing is None  # a wrong kernel is never timed
+
+
+def test_an_unchanged_candidate_is_not_built_again(verifier: Verifier) -> None:
+    task = load_task(EXAMPLES / "gelu")
+    faster = load_candidate(task, EXAMPLES / "gelu" / "candidates" / "faster.cu")
+    first, second = verifier.check(task, faster), verifier.check(task, faster)
+    assert first.ok and second.ok
+    assert second.compile is not None and second.compile.cached
+    assert second.phase_ms["compile"] < 50  # a file read, no compile worker
+    changed = faster.model_copy(update={"source": faster.source + "\n// edited\n"})
+    third = verifier.check(task, changed)
+    assert third.compile is not None and not third.compile.cached
