@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import judge, nvml, plan, schedule, verdicts
+from . import fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .errors import NoGpuError
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
@@ -33,6 +33,7 @@ from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Sandbox, WorkerFailure, cap
 from .spec import CudaCandidate, CudaTask
+from .timing import flush_bytes
 
 Progress = Any
 
@@ -151,6 +152,8 @@ class Verifier:
             )
 
         cuda = isinstance(task, CudaTask)
+        if cuda and (too_big := self._does_not_fit(task, [*trials, post])):  # type: ignore[arg-type]
+            return report("error", too_big, device=self._device)
         files = _files(task, candidate)
         poison = plan.poisons(rng, 1)[0]
         device: DeviceInfo | None = self._device
@@ -306,6 +309,14 @@ class Verifier:
                     "compile_error", f"the compiler failed: {failure.reason}", device=device
                 )
             return report(failure.verdict, failure.reason, compile=compiled, device=device)
+
+    def _does_not_fit(self, task: CudaTask, trials: list[plan.Trial]) -> str:
+        self._arch()  # the device, where NVML can tell
+        device = self._device
+        l2 = device.l2_bytes if device and device.l2_bytes else 50 << 20
+        need = fit.needs(task, [t.sizes for t in trials], flush_bytes(l2))
+        total = device.memory_total_bytes if device else None
+        return fit.problem(need, total, self.options.host_memory_bytes, fit.host_available_bytes())
 
     def _arch(self) -> str:
         if self._device is None:

@@ -1,0 +1,106 @@
+"""Whether a CUDA task's check fits this machine, said before any worker starts (pure).
+
+A check holds, at once: both workers' arrays at a trial's sizes (the reference's with float64
+copies of its float inputs and outputs where the task has a Python reference), both workers' L2
+flush buffers, and a CUDA context each; every worker copies a trial's outputs to the host once;
+the controller keeps every trial's expected outputs and compares one trial's outputs at a
+time. Past what the GPU or the host can give, the check would end in an out-of-memory kill:
+instead it is one line saying what is needed, where, and what there is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .spec import CudaTask
+
+GIB = 1 << 30
+CONTEXT_BYTES = 600 << 20  # a CUDA context with CuPy's kernels loaded, per worker
+WORKER_HOST_BYTES = 1 << 30  # a worker's own Python, CuPy and CUDA libraries
+_ITEMSIZE = {
+    "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "bool": 1,
+    "int16": 2, "int32": 4, "int64": 8, "uint32": 4, "uint64": 8,
+}  # fmt: skip
+_REFERENCE_F64_ELEMENTS = 4 << 20  # cuda_roles.reference_dtype: float64 up to this many
+
+
+@dataclass(frozen=True)
+class Needs:
+    gpu_bytes: int  # both workers at once, at the sizes that need the most
+    worker_host_bytes: int  # one worker, at its largest trial
+    controller_bytes: int  # the expected outputs kept, and one trial compared
+    at: str  # the sizes that need the most GPU memory
+
+
+def _sizes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the bench size"
+
+
+def needs(task: CudaTask, trials: Sequence[dict[str, int]], flush_bytes: int) -> Needs:
+    """What checking `task` over these trials' sizes (and its bench size) takes."""
+    gpu, at, worker, kept, compare = 0, "", 0, 0, 0
+    for sizes in [*trials, task.bench]:
+        ins = outs = ins64 = outs64 = sent = 0
+        for a in task.args:
+            if a.role == "scalar":
+                continue
+            elems = math.prod(task.shape(a, sizes))
+            nbytes = elems * _ITEMSIZE.get(a.dtype, 8)
+            floating = a.dtype in ("float16", "bfloat16", "float32", "float64")
+            if a.role in ("in", "inout"):
+                ins += nbytes
+                ins64 += elems * 8 if floating and task.reference_python else 0
+            if a.role in ("out", "inout"):
+                outs += nbytes
+                wide = floating and task.reference_python
+                outs64 += elems * 8 if wide else nbytes
+                big = elems > _REFERENCE_F64_ELEMENTS
+                sent += elems * 8 if wide and not big else nbytes
+        # the reference's worker: inputs, their float64 copies, the result and a temporary
+        reference = ins + ins64 + 2 * outs64 if task.reference_python else ins + outs
+        total = reference + ins + outs + 2 * (flush_bytes + CONTEXT_BYTES)
+        if total > gpu:
+            gpu, at = total, _sizes(sizes)
+        worker = max(worker, WORKER_HOST_BYTES + sent + outs)
+        kept += sent
+        compare = max(compare, 6 * outs)  # two runs, and float64 temporaries of one
+    return Needs(gpu, worker, kept + compare, at)
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable, where /proc/meminfo says it."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def problem(
+    need: Needs, gpu_total: int | None, worker_limit: int, host_available: int | None
+) -> str:
+    """One line when the check cannot fit ("" when it can)."""
+    if gpu_total and need.gpu_bytes > 0.95 * gpu_total:
+        return (
+            f"does not fit: checking at {need.at} needs about {need.gpu_bytes / GIB:.1f} GiB of "
+            f"GPU memory (two workers' arrays, float64 reference copies, L2 flush buffers, "
+            f"contexts) and this GPU has {gpu_total / GIB:.1f} GiB: make the task's sizes smaller"
+        )
+    if need.worker_host_bytes > worker_limit:
+        return (
+            f"does not fit: a worker needs about {need.worker_host_bytes / GIB:.1f} GiB of host "
+            f"memory for one trial's outputs, over its limit of {worker_limit / GIB:.1f} GiB: "
+            "raise worker_host_memory_gib or make the task's sizes smaller"
+        )
+    if host_available is not None and need.controller_bytes > host_available:
+        return (
+            f"does not fit: the check keeps about {need.controller_bytes / GIB:.1f} GiB of "
+            f"expected outputs in kernelwright's own process and this machine has "
+            f"{host_available / GIB:.1f} GiB available: make the task's sizes smaller"
+        )
+    return ""
