@@ -120,22 +120,15 @@ def check(
     ] = False,
 ) -> None:
     """Verify and time CANDIDATE against TASK's reference (by default the reference itself)."""
+    from kernelwright.agent.options import verify_options
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
-    from kernelwright.tools.verify import Verifier, VerifyOptions
+    from kernelwright.tools.verify import Verifier
 
     settings = load(compile_backend=backend.value if backend else None)
     loaded = load_task(task)
     cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
     _require_gpu()
-    options = VerifyOptions(
-        backend=settings.compile_backend,
-        run_timeout_s=settings.run_timeout_s,
-        compile_timeout_s=settings.compile_timeout_s,
-        timing_budget_s=settings.timing_budget_s,
-        host_memory_bytes=int(settings.worker_host_memory_gib * (1 << 30)),
-        cache_dir=str(settings.cache_dir / "cupy"),
-        build_cache_dir=str(settings.cache_dir / "builds"),
-    )
+    options = verify_options(settings)
     with err.status(f"checking {loaded.name}...") as status:
         verifier = Verifier(options, progress=lambda msg: status.update(f"{loaded.name}: {msg}"))
         report = verifier.check(loaded, cand)

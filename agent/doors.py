@@ -50,24 +50,15 @@ class Machine:
 
     def gpu(self) -> GpuBackend:
         if self._gpu is None:
+            from kernelwright.agent.options import verify_options
             from kernelwright.tools import nvml
             from kernelwright.tools.backend import LocalGpu
-            from kernelwright.tools.verify import VerifyOptions
 
             info = nvml.device_info()  # NoGpuError with the reason
             s = self.settings
             self._arch = self._arch or info.arch
             self._gpu = LocalGpu(
-                VerifyOptions(
-                    backend=s.compile_backend,
-                    prestart=True,
-                    run_timeout_s=s.run_timeout_s,
-                    compile_timeout_s=s.compile_timeout_s,
-                    timing_budget_s=s.timing_budget_s,
-                    host_memory_bytes=int(s.worker_host_memory_gib * (1 << 30)),
-                    cache_dir=str(s.cache_dir / "cupy"),
-                    build_cache_dir=str(s.cache_dir / "builds"),
-                ),
+                verify_options(s, prestart=True),
                 s.compile_backend,
             )
         return self._gpu

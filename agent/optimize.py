@@ -134,16 +134,10 @@ def optimize(
 
 def local_gpu(settings: Settings) -> GpuBackend:
     """This machine's GPU with the verifier options the settings give; the caller closes it."""
+    from kernelwright.agent.options import verify_options
     from kernelwright.tools.backend import LocalGpu
-    from kernelwright.tools.verify import VerifyOptions
 
     return LocalGpu(
-        VerifyOptions(
-            backend=settings.compile_backend,
-            prestart=True,
-            run_timeout_s=settings.run_timeout_s,
-            cache_dir=str(settings.cache_dir / "cupy"),
-            build_cache_dir=str(settings.cache_dir / "builds"),
-        ),
+        verify_options(settings, prestart=True),
         settings.compile_backend,
     )

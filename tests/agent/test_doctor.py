@@ -71,3 +71,50 @@ def test_memory_dir_unwritable_gives_the_variable_to_set(tmp_path: Path) -> None
     blocker.write_text("not a directory")
     check = check_memory_dir(Settings(data_dir=blocker / "sub"))
     assert not check.ok and "KERNELWRIGHT_DATA_DIR" in check.fix
+
+
+@pytest.mark.parametrize("body", [{"models": "none"}, [], {"models": [1, 2]}, {"error": "x"}])
+def test_a_server_that_is_not_ollama_is_named_not_a_crash(body: object) -> None:
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        found, model = check_ollama(Settings(ollama_base_url=url))
+    finally:
+        server.shutdown()
+    assert not found.ok and "not as Ollama does" in found.detail
+    assert "ollama_base_url" in found.fix and not model.ok
+
+
+def test_a_url_that_is_not_one_says_how_to_write_it() -> None:
+    found, _ = check_ollama(Settings(ollama_base_url="localhost:11434"))
+    assert not found.ok and "http://HOST:PORT" in found.fix and "ollama serve" not in found.fix
+
+
+def test_readable_counters_are_reported_as_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor said 'warn ncu' with an empty message even when ncu read counters fine."""
+    from kernelwright.agent import doctor
+    from kernelwright.tools import profile
+    from kernelwright.tools.results import ProfileResult
+
+    monkeypatch.setattr(doctor.shutil, "which", lambda name: "/usr/local/cuda/bin/ncu")
+    done = ProfileResult(available=True, kernel_name="kw_probe", duration_ms=0.0042)
+    monkeypatch.setattr(profile, "profile", lambda *a, **k: done)
+    check = doctor.check_ncu(gpu_ok=True)
+    assert check.ok and "counters readable" in check.detail and not check.fix
+    denied = ProfileResult(available=False, reason="ERR_NVGPUCTRPERM: no permission")
+    monkeypatch.setattr(profile, "profile", lambda *a, **k: denied)
+    check = doctor.check_ncu(gpu_ok=True)
+    assert not check.ok and check.detail and "ERR_NVGPUCTRPERM" in check.fix

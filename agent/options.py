@@ -1,0 +1,23 @@
+"""The verifier's options from the user's settings, built in one place for every front door
+(`check`, `optimize`, `batch`, chat and MCP), so all of them honour the same settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelwright.agent.settings import Settings
+from kernelwright.tools.verify import VerifyOptions
+
+
+def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
+    """`overrides`: what a door sets for itself (a loop's `prestart=True`)."""
+    fields: dict[str, Any] = {
+        "backend": settings.compile_backend,
+        "run_timeout_s": settings.run_timeout_s,
+        "compile_timeout_s": settings.compile_timeout_s,
+        "timing_budget_s": settings.timing_budget_s,
+        "host_memory_bytes": int(settings.worker_host_memory_gib * (1 << 30)),
+        "cache_dir": str(settings.cache_dir / "cupy"),
+        "build_cache_dir": str(settings.cache_dir / "builds"),
+    }
+    return VerifyOptions(**{**fields, **overrides})

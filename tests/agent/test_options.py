@@ -1,0 +1,46 @@
+"""Every front door builds the verifier's options from the settings the same way: a setting
+that reaches `check` also reaches `optimize`, `batch`, chat and MCP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelwright.agent.settings import Settings
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(
+        run_timeout_s=7.0,
+        compile_timeout_s=33.0,
+        timing_budget_s=0.9,
+        worker_host_memory_gib=3.0,
+        cache_dir=tmp_path / "cache",
+    )
+
+
+def test_optimize_and_the_doors_get_every_setting_check_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelwright.agent import doors, optimize
+    from kernelwright.agent.options import verify_options
+    from kernelwright.tools import backend, nvml
+
+    settings = _settings(tmp_path)
+    seen: list[Any] = []
+
+    class Spy:
+        def __init__(self, options: Any, compile_backend: str) -> None:
+            seen.append(options)
+
+    monkeypatch.setattr(backend, "LocalGpu", Spy)
+    optimize.local_gpu(settings)
+    monkeypatch.setattr(nvml, "device_info", lambda *a: type("D", (), {"arch": "sm_90"})())
+    doors.Machine(settings).gpu()
+    want = verify_options(settings, prestart=True)
+    assert len(seen) == 2 and all(o == want for o in seen)
+    assert want.run_timeout_s == 7.0 and want.compile_timeout_s == 33.0
+    assert want.timing_budget_s == 0.9 and want.host_memory_bytes == 3 << 30
+    assert want.build_cache_dir == str(tmp_path / "cache" / "builds")
