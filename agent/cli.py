@@ -38,6 +38,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Make CUDA kernels faster on your own GPU.",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 out = Console()
 err = Console(stderr=True)
@@ -80,7 +81,8 @@ def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
                 "[green]ok[/]  " if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]warn[/]")
             )
             fix = f"  [dim]fix: {c.fix}[/]" if c.fix and not c.ok else ""
-            out.print(f"{mark} {c.name:<11} {c.detail}{fix}", highlight=False)
+            # one line per check even when piped (| grep FAIL): no wrapping at 80 columns
+            out.print(f"{mark} {c.name:<11} {c.detail}{fix}", highlight=False, soft_wrap=True)
         out.print("ready" if ok else "[red]not ready:[/] fix the FAIL lines above", highlight=False)
     raise typer.Exit(0 if ok else 1)
 
@@ -166,10 +168,10 @@ def optimize(
     model: Annotated[
         str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
     ] = None,
-    budget: Annotated[int, typer.Option(help="Candidates to try at most.")] = 10,
-    minutes: Annotated[float, typer.Option(help="Wall time budget in minutes.")] = 60.0,
+    budget: Annotated[int, typer.Option(min=1, help="Candidates to try at most.")] = 10,
+    minutes: Annotated[float, typer.Option(min=0.1, help="Wall time budget in minutes.")] = 60.0,
     plateau: Annotated[
-        int, typer.Option(help="Stop after this many candidates without a 2% gain.")
+        int, typer.Option(min=1, help="Stop after this many candidates without a 2% gain.")
     ] = 4,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the unfinished run of TASK.")

@@ -31,7 +31,8 @@ DEFAULT_BUDGET = 10
 def batch(
     directory: Annotated[Path, typer.Argument(help="A folder of tasks, searched recursively.")],
     budget: Annotated[
-        int | None, typer.Option(help=f"Candidates per task at most (default {DEFAULT_BUDGET}).")
+        int | None,
+        typer.Option(min=1, help=f"Candidates per task at most (default {DEFAULT_BUDGET})."),
     ] = None,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Where the report and the runs go.")

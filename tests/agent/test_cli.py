@@ -160,3 +160,35 @@ def test_sigterm_unwinds_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 128 + signal.SIGTERM
     assert marker.read_text() == "yes"
+
+
+def test_h_is_help_and_nonsense_budgets_are_refused(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kernelwright.agent.cli import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["-h"]).exit_code == 0
+    assert runner.invoke(app, ["check", "-h"]).exit_code == 0
+    task = str(EXAMPLES / "gelu")
+    for args in (
+        ["optimize", task, "--budget", "-3"],
+        ["optimize", task, "--budget", "0"],
+        ["optimize", task, "--minutes", "-1"],
+        ["optimize", task, "--plateau", "0"],
+        ["batch", str(tmp_path), "--budget", "0"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "Invalid value" in result.output, args
+
+
+def test_doctor_piped_keeps_one_line_per_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kernelwright doctor | grep FAIL` must see each check whole, not wrapped at 80."""
+    from typer.testing import CliRunner
+
+    from kernelwright.agent.cli import app
+
+    monkeypatch.setenv("KERNELWRIGHT_OLLAMA_BASE_URL", "http://127.0.0.1:9/" + "x" * 60)
+    result = CliRunner().invoke(app, ["doctor"])
+    lines = [line for line in result.output.splitlines() if "Ollama " in line[:12]]
+    assert len(lines) == 1 and "not reachable" in lines[0] and "fix: start it" in lines[0]
