@@ -191,8 +191,18 @@ class BatchState(BaseModel):
 
     @classmethod
     def load(cls, out: Path) -> BatchState | None:
+        """The batch kept in `out`, None if none; KernelwrightError if the file is not one."""
         path = out / STATE_FILE
-        return cls.model_validate_json(path.read_text()) if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:
+            return cls.model_validate_json(path.read_bytes())
+        except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise KernelwrightError(
+                f"{path} is not a batch's state ({first}): move it away to start a new batch "
+                "there, or choose another --out"
+            ) from None
 
     def save(self, out: Path) -> None:
         tmp = out / (STATE_FILE + ".tmp")

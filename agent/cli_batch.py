@@ -81,7 +81,10 @@ def run_batch_command(
 
     if not directory.is_dir():
         return _error(f"{directory}: no such directory")
-    old = BatchState.load(out_dir) if out_dir.is_dir() else None
+    try:
+        old = BatchState.load(out_dir) if out_dir.is_dir() else None
+    except KernelwrightError as exc:
+        return _error(str(exc))
     if resume and old is None:
         return _error(f"no batch to resume in {out_dir} (run it first without --resume)")
     if resume and old is not None and Path(old.dir) != directory.resolve():

@@ -389,3 +389,18 @@ def test_no_gpu_is_one_line_and_leaves_no_folder(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("error: no NVIDIA GPU") and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"dir": 3}', b"\xff\xfe", b""])
+def test_a_corrupt_state_file_is_one_line_not_a_traceback(
+    root: Path, tmp_path: Path, capsys: Any, content: bytes
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "batch-state.json").write_bytes(content)
+    for resume in (True, False):
+        code = run_batch_command(root, out, resume=resume, model=ScriptedLLM(), gpu=ReplayGpu())
+        err = capsys.readouterr().err
+        assert code == 2 and "is not a batch's state" in err and "Traceback" not in err
+        assert len(err.strip().splitlines()) == 1
+    assert (out / "batch-state.json").read_bytes() == content  # nothing lost
