@@ -43,7 +43,7 @@ and profile in hand."""
 
 @dataclass(frozen=True)
 class Intent:
-    action: str  # load profile optimize resume diff accept memory help quit ask unknown
+    action: str  # load profile optimize resume diff accept memory help quit ask usage unknown
     arg: str = ""
     rounds: int | None = None
 
@@ -95,9 +95,13 @@ def parse(line: str) -> Intent:
         if action == "optimize":
             if rest.lower() == "resume":
                 return Intent("resume")
-            if rest and not rest.isdigit():
-                return Intent("unknown", text)
-            return Intent("optimize", rounds=int(rest) if rest else None)
+            try:
+                rounds = int(rest) if rest else None
+            except ValueError:
+                rounds = 0
+            if rounds is not None and rounds < 1:
+                return Intent("usage", f"/optimize N: N candidates, 1 or more (not {rest!r})")
+            return Intent("optimize", rounds=rounds)
         return Intent(action, rest if action != "unknown" else text)
     rounds_match = _ROUNDS.search(text)
     rounds = int(rounds_match.group(1)) if rounds_match else None
@@ -106,6 +110,8 @@ def parse(line: str) -> Intent:
         if m is None:
             continue
         arg = (m.groupdict().get("arg") or "").strip()
+        if action in ("try", "optimize") and rounds is not None and rounds < 1:
+            return Intent("usage", f"{rounds} rounds: say how many candidates, 1 or more")
         if action == "try":
             hint = _ROUNDS.sub("", arg).strip(" ,.")
             return Intent("optimize", hint, rounds)
@@ -169,6 +175,8 @@ class ChatSession:
                 self.memory(intent.arg)
             case "ask":
                 self.ask(intent.arg)
+            case "usage":
+                self.say(escape(intent.arg))
             case _:
                 self.say(f"unknown command {escape(intent.arg)}: /help lists the commands")
         return True

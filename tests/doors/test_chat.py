@@ -198,7 +198,8 @@ def test_bad_input_gets_one_clear_line_and_the_session_goes_on(tmp_path: Path) -
     term.say("/profile", "error: nothing loaded: /load PATH first")
     term.say("why is it slow?", "error: nothing loaded")
     term.say("/load missing/path", "error: missing/path: no such file or directory")
-    term.say("/optimize lots", "unknown command /optimize lots: /help lists the commands")
+    term.say("/optimize lots", "/optimize N: N candidates, 1 or more (not 'lots')")
+    term.say("/optimize -3", "/optimize N: N candidates, 1 or more (not '-3')")
     term.say("/frobnicate", "unknown command /frobnicate")
     term.say(f"load {EXAMPLES / 'gelu'}", "loaded gelu", prompt="gelu>")
     term.say("show the diff", "error: nothing to show yet: the best kernel is still the original")
@@ -329,7 +330,10 @@ def test_ollama_down_is_one_line_with_the_fix(tmp_path: Path) -> None:
         ("/optimize", Intent("optimize")),
         ("/optimize 7", Intent("optimize", rounds=7)),
         ("/optimize resume", Intent("resume")),
-        ("/optimize lots", Intent("unknown", "/optimize lots")),
+        ("/optimize lots", Intent("usage", "/optimize N: N candidates, 1 or more (not 'lots')")),
+        ("/optimize -3", Intent("usage", "/optimize N: N candidates, 1 or more (not '-3')")),
+        ("/optimize 0", Intent("usage", "/optimize N: N candidates, 1 or more (not '0')")),
+        ("optimize for 0 rounds", Intent("usage", "0 rounds: say how many candidates, 1 or more")),
         ("/memory shared tiles", Intent("memory", "shared tiles")),
         ("/accept", Intent("accept")),
         ("/exit", Intent("quit")),
