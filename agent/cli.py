@@ -25,6 +25,7 @@ from .cli_batch import batch
 from .cli_doors import chat, mcp
 from .cli_eval import eval_app
 from .cli_memory import memory_app, progress_line, search_report
+from .privacy import keep_traces_local
 from .settings import load
 
 
@@ -347,6 +348,7 @@ def _terminated(signum: int, _frame: object) -> None:
 
 def main() -> None:
     """Entry point: the app's own exit codes, and one line for our errors."""
+    keep_traces_local()  # first: no prompt, trace or kernel goes to LangSmith or OpenTelemetry
     signal.signal(signal.SIGTERM, _terminated)
     try:
         app()  # standalone: typer prints usage errors and exits with their codes

@@ -21,6 +21,7 @@ from langchain_ollama import ChatOllama
 
 from kernelwright.tools.errors import KernelwrightError
 
+from .privacy import keep_traces_local
 from .settings import Settings
 
 
@@ -308,7 +309,9 @@ class ScriptedLLM:
 
 
 def make_model(settings: Settings) -> ChatModel:
-    """The model client that settings.provider names."""
+    """The model client that settings.provider names, made with tracing off unless
+    settings.allow_tracing (for callers that did not start at an entry point)."""
+    keep_traces_local(settings.allow_tracing)
     if settings.provider == "openai":
         return OpenAICompatModel(settings)
     return OllamaModel(settings)

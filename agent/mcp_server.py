@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from kernelwright.agent import __version__, doors
+from kernelwright.agent.privacy import keep_traces_local
 from kernelwright.agent.rundir import RunDir
 from kernelwright.tools.backend import ReplayMiss
 from kernelwright.tools.errors import KernelwrightError
@@ -206,6 +207,7 @@ def check_answer(report: CheckReport) -> dict[str, Any]:
 
 def serve(machine: doors.Machine, http: tuple[str, int] | None = None) -> None:
     """Serve until the client goes (stdio) or the process is stopped (HTTP)."""
+    keep_traces_local(machine.settings.allow_tracing)
     server = build(machine)
     try:
         if http is None:

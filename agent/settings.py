@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -18,7 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from kernelwright.tools.errors import KernelwrightError
+from kernelwright.tools.errors import KernelwrightError, TaskError
+from kernelwright.tools.files import read_text
 
 APP = "kernelwright"
 
@@ -72,6 +74,15 @@ class Settings(BaseSettings):
     openai_base_url: str = "http://127.0.0.1:8000"
     openai_api_key: str = ""
     request_timeout_s: float = 300.0
+    allow_tracing: bool = Field(
+        default=False,
+        description=(
+            "Leave LangSmith/LangChain tracing and OpenTelemetry exporters as the environment "
+            "sets them (LANGSMITH_TRACING, LANGCHAIN_TRACING_V2, OTEL_*...). Off by default: "
+            "kernelwright then switches them all off at start, as prompts and traces carry "
+            "the kernels' source. Read from KERNELWRIGHT_ALLOW_TRACING or the config file only."
+        ),
+    )
     memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @property
@@ -88,11 +99,35 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Highest priority first: flags, environment, the config file, then the defaults.
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, config_file()))
+        return (init_settings, env_settings, ConfigFile(settings_cls, config_file()))
+
+
+def tracing_allowed() -> bool:
+    """The allow_tracing setting, read at start before any flag. Settings that cannot be read
+    count as False: tracing stays off, and load() reports the problem."""
+    try:
+        return Settings().allow_tracing
+    except Exception:  # a bad value or a broken config file: fail closed
+        return False
 
 
 class SettingsError(KernelwrightError):
     """A setting has a bad value or the config file cannot be read."""
+
+
+class ConfigFile(TomlConfigSettingsSource):
+    """The config file, read as task files are: one line naming it if it cannot be read, is not
+    UTF-8 or is not TOML."""
+
+    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
+        try:
+            return tomllib.loads(read_text(Path(str(file_path))))
+        except TaskError as exc:  # not UTF-8
+            raise SettingsError(str(exc)) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"{file_path}: not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise SettingsError(f"{file_path}: cannot read: {exc.strerror}") from None
 
 
 def load(**overrides: object) -> Settings:
@@ -106,5 +141,3 @@ def load(**overrides: object) -> Settings:
             f"setting {field!r}: {first['msg'].removeprefix('Value error, ')} (flag, KERNELWRIGHT_"
             f"{field.upper().replace('.', '__')} or {config_file()})"
         ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{config_file()}: not valid TOML: {exc}") from None

@@ -138,4 +138,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from kernelwright.agent.privacy import keep_traces_local
+
+    keep_traces_local()
     main()
