@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from .errors import TaskError
+from .files import read_text
 
 
 class KernelBenchTask(BaseModel):
@@ -36,7 +37,7 @@ class KernelBenchCandidate(BaseModel):
 
 def _parse(path: Path) -> tuple[str, ast.Module]:
     try:
-        source = path.read_text()
+        source = read_text(path)
     except OSError as exc:
         raise TaskError(path, "", f"cannot read: {exc.strerror}") from None
     try:
@@ -55,8 +56,8 @@ def _top_names(tree: ast.Module) -> dict[str, ast.stmt]:
 
 def looks_like_kernelbench(path: Path) -> bool:
     try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_text(path))
+    except (OSError, SyntaxError, ValueError, TaskError):
         return False
     names = _top_names(tree)
     return "Model" in names and "get_inputs" in names

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import expr
 from .errors import TaskError
+from .files import read_text
 from .signature import C_TYPES, ctype_matches, find_params, is_global_kernel
 
 DTYPES = tuple(C_TYPES)
@@ -109,7 +110,7 @@ def _fail(path: Path, field: str, problem: str) -> TaskError:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise _fail(path, "", f"not valid TOML: {exc}") from None
     except OSError as exc:
@@ -317,7 +318,7 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
         raise _fail(spec_path, "entry", "missing: name the kernel's __global__ function")
     source_path = spec_path.parent / str(raw.get("source", spec_path.stem + ".cu"))
     try:
-        source = source_path.read_text()
+        source = read_text(source_path)
     except OSError:
         raise _fail(spec_path, "source", f"kernel file {source_path.name} not found") from None
     sizes_raw = raw.get("sizes")
@@ -419,7 +420,11 @@ def _reference(spec_path: Path, raw: Any) -> str:
     ref_path = (spec_path.parent / file).resolve()
     if not ref_path.is_file():
         raise _fail(spec_path, "reference.python", f"{file} not found")
-    if f"def {func}(" not in ref_path.read_text():
+    try:
+        ref_source = read_text(ref_path)
+    except OSError as exc:
+        raise _fail(ref_path, "", f"cannot read: {exc.strerror}") from None
+    if f"def {func}(" not in ref_source:
         raise _fail(spec_path, "reference.python", f"{file} defines no function {func!r}")
     return f"{ref_path}:{func}"
 
@@ -428,7 +433,7 @@ def load_cuda_candidate(task: CudaTask, path: Path) -> CudaCandidate:
     """A candidate .cu for a task, with an optional sidecar .toml holding [launch]."""
     path = path.resolve()
     try:
-        source = path.read_text()
+        source = read_text(path)
     except OSError as exc:
         raise _fail(path, "", f"cannot read candidate: {exc.strerror}") from None
     check_signature(path, source, task.entry, task.args, Path(task.path))

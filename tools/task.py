@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import TaskError
+from .files import read_text
 from .kernelbench import (
     KernelBenchCandidate,
     KernelBenchTask,
@@ -36,6 +37,12 @@ def load_task(path: str | Path) -> Task:
         problems = [f for f in sorted(p.glob("*.py")) if looks_like_kernelbench(f)]
         if len(problems) == 1:
             return load_kernelbench_task(problems[0])
+        if not problems:
+            for f in sorted(p.glob("*.py")):  # a problem that is not UTF-8: say so
+                try:
+                    read_text(f)
+                except OSError:
+                    continue
         raise TaskError(p, "", "no task here: expected name.cu + name.toml, or a KernelBench .py")
     if p.suffix == ".toml":
         return load_cuda_task(p)
