@@ -1,15 +1,21 @@
-"""`kernelwright memory stats | search QUERY | export FILE | import FILE`: what this machine has
-learned, and moving it between machines (JSON Lines). Also how `optimize` shows the search.
+"""`kernelwright memory stats | search QUERY | export FILE | import FILE | delete ID... | prune`:
+what this machine has learned, moving it between machines (JSON Lines), and forgetting some of
+it. Also how `optimize` shows the search.
 
 Errors (bad settings, a missing or malformed file, an unreachable server) are one line on
-stderr and exit code 2.
+stderr and exit code 2. A stored record that is not valid (an older version's import let it
+in) is skipped with one warning line on stderr; `memory prune --invalid` removes it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import math
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,7 +29,7 @@ from kernelwright.tools.errors import KernelwrightError
 memory_app = typer.Typer(
     name="memory",
     no_args_is_help=True,
-    help="What this machine has learned: stats, search, export, import.",
+    help="What this machine has learned: stats, search, export, import, delete, prune.",
 )
 out = Console()
 err = Console(stderr=True)
@@ -37,6 +43,50 @@ def _one_line_errors() -> Iterator[None]:
     except KernelwrightError as exc:
         err.print("[red]error:[/] " + escape(str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every number that is not finite made null, so that JSON stays standard."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(_finite(value), indent=2, allow_nan=False))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _warn(text: str) -> None:
+    err.print("[yellow]warning:[/] " + escape(text), highlight=False, soft_wrap=True)
+
+
+def _warn_skipped(store: Any) -> None:
+    """One line for the stored records the command skipped because they are not valid."""
+    bad: dict[str, str] = getattr(store, "skipped", {})
+    if not bad:
+        return
+    first = next(iter(bad.values()))
+    more = f"; {len(bad) - 1} more" if len(bad) > 1 else ""
+    _warn(
+        f"skipped {_plural(len(bad), 'stored attempt')} that {'is' if len(bad) == 1 else 'are'} "
+        f"not valid ({first}{more}); `kernelwright memory prune --invalid` removes them"
+    )
+
+
+def _warn_dropped(saved: Any) -> None:
+    if saved.dropped:
+        _warn(
+            f"{saved.path}: left out {_plural(saved.dropped, 'edge')} whose statistics are not "
+            "finite numbers (an older import); the next update of the graph drops them"
+        )
 
 
 def _open() -> tuple[Any, Any]:
@@ -81,6 +131,8 @@ def stats(as_json: JsonFlag = False) -> None:
     with _one_line_errors():
         store, saved = _open()
         s = store.stats()
+    _warn_skipped(store)
+    _warn_dropped(saved)
     learned = by_technique(saved.graph)
     if as_json:
         search = [
@@ -88,7 +140,7 @@ def stats(as_json: JsonFlag = False) -> None:
             | {"mean_log_speedup": e.sum_log_speedup / e.attempts}
             for (tag, b), e in sorted(learned.items())
         ]
-        print(json.dumps({**s.model_dump(), "search": search, "graph": str(saved.path)}, indent=2))
+        _print_json({**s.model_dump(), "search": search, "graph": str(saved.path)})
         return
     verdicts = ", ".join(f"{v} {n}" for v, n in sorted(s.by_verdict.items(), key=lambda x: -x[1]))
     out.print(
@@ -140,8 +192,9 @@ def search(
         text = _file_or_text(query)
         store, _ = _open()
         hits = store.search(text, n=limit)
+    _warn_skipped(store)
     if as_json:
-        print(json.dumps([h.model_dump(mode="json") for h in hits], indent=2))
+        _print_json([h.model_dump(mode="json") for h in hits])
         return
     if not hits:
         out.print("no stored attempts yet", highlight=False)
@@ -165,7 +218,10 @@ def search(
 
 @memory_app.command("export")
 def export(file: Annotated[Path, typer.Argument(help="The JSON Lines file to write.")]) -> None:
-    """Write every stored attempt to FILE, one JSON object per line."""
+    """Write every stored attempt to FILE, one JSON object per line.
+
+    A record that is not valid (an older version's import let it in) is left out, with a warning.
+    """
     with _one_line_errors():
         if not file.parent.is_dir():
             raise KernelwrightError(f"{file}: directory {file.parent} does not exist")
@@ -174,22 +230,165 @@ def export(file: Annotated[Path, typer.Argument(help="The JSON Lines file to wri
             n = store.export_jsonl(file)
         except OSError as exc:
             raise KernelwrightError(f"{file}: cannot write: {exc.strerror}") from None
+    _warn_skipped(store)
     out.print(f"exported {n} attempts to {file}", highlight=False, soft_wrap=True)
 
 
 @memory_app.command("import")
 def import_(file: Annotated[Path, typer.Argument(help="A file `memory export` wrote.")]) -> None:
-    """Add the attempts in FILE that this memory lacks; the search learns from them too."""
+    """Add the attempts in FILE that this memory lacks; the search learns from them too.
+
+    Every record is checked first (types, finite numbers, the fields every version writes):
+    one bad record and nothing is imported."""
+    from kernelwright.memory.export_file import MemoryFileError
+
     with _one_line_errors():
         store, saved = _open()
-        added = store.import_jsonl(file)
-        learned = saved.learn_episodes(added)
+        try:
+            added = store.import_jsonl(file)
+        except MemoryFileError as exc:
+            raise KernelwrightError(f"import {exc}") from None
+        try:
+            learned = saved.learn_episodes(added)
+        except BaseException:
+            store.delete([e.id for e in added])  # all or nothing: the store too
+            raise
     out.print(
         f"imported {len(added)} new attempts from {file}; the reasoning graph learned from "
         f"{learned} of them",
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _interactive() -> bool:
+    """Whether someone can answer a question (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def _deleted(
+    saved: Any, ids: Sequence[str], as_json: bool, extra: Mapping[str, Any] | None = None
+) -> None:
+    """Rewrites the reasoning graph without non-finite rows, then reports what went."""
+    dropped = saved.clean()
+    if as_json:
+        _print_json({"deleted": list(ids), **(extra or {}), "graph_edges_dropped": dropped})
+        return
+    out.print(f"deleted {_plural(len(ids), 'stored attempt')}", highlight=False)
+    if dropped:
+        out.print(
+            f"dropped {_plural(dropped, 'edge')} whose statistics were not finite numbers from "
+            f"the reasoning graph {saved.path}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@memory_app.command()
+def delete(
+    ids: Annotated[
+        list[str], typer.Argument(metavar="ID", help="RUN:INDEX, as `memory search` shows.")
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete the stored attempts with these ids: all of them, or none when one is unknown.
+
+    The reasoning graph keeps what it learned from them (its statistics are sums over attempts,
+    and which edges each attempt updated is not stored); statistics in it that are not finite
+    numbers are dropped.
+    """
+    wanted = list(dict.fromkeys(ids))
+    with _one_line_errors():
+        store, saved = _open()
+        have = store.existing(wanted)
+        unknown = [i for i in wanted if i not in have]
+        if unknown:
+            raise KernelwrightError(f"delete: no stored attempt {unknown[0]}; nothing deleted")
+        store.delete(wanted)
+        _deleted(saved, wanted, as_json)
+
+
+def _day(text: str) -> date:
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return date.fromisoformat(text)
+    except ValueError:
+        pass
+    raise KernelwrightError(f"prune: --before takes a date as YYYY-MM-DD, not {text!r}")
+
+
+@memory_app.command()
+def prune(
+    run: Annotated[
+        str | None, typer.Option("--run", help="Of this run (its id, as `memory search` shows).")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="On this task: its signature as `memory stats` lists it, or the name before "
+            "its parenthesis.",
+        ),
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option(
+            "--before",
+            metavar="YYYY-MM-DD",
+            help="Of runs begun before this day (the date in the run id, TASK-YYYYmmdd-HHMMSS; "
+            "attempts without one are kept).",
+        ),
+    ] = None,
+    invalid: Annotated[
+        bool, typer.Option("--invalid", help="Not valid (an older version's import let them in).")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete the stored attempts that match every filter given (at least one is needed).
+
+    Without --yes it says how many would go and asks, or stops when stdin is not a terminal.
+    The reasoning graph keeps what it learned from them, as with `memory delete`.
+    """
+    with _one_line_errors():
+        if run is None and task is None and before is None and not invalid:
+            raise KernelwrightError(
+                "prune: name what to delete with --run, --task, --before or --invalid; "
+                "nothing deleted"
+            )
+        day = _day(before) if before is not None else None
+        store, saved = _open()
+        ids, undated = store.matching(run=run, task=task, before=day, invalid=invalid)
+        note = (
+            f"kept {_plural(undated, 'stored attempt')} whose run id has no date" if undated else ""
+        )
+        nothing = {"deleted": [], "undated_kept": undated, "graph_edges_dropped": 0}
+        if not ids:
+            if as_json:
+                _print_json(nothing)
+            else:
+                out.print("no stored attempts match; nothing deleted", highlight=False)
+                if note:
+                    out.print(note, highlight=False)
+            return
+        if not yes:
+            (err if as_json else out).print(
+                f"{_plural(len(ids), 'stored attempt')} would be deleted", highlight=False
+            )
+            if not _interactive():
+                raise KernelwrightError(
+                    "prune: not deleting without --yes (stdin is not a terminal); nothing deleted"
+                )
+            if not typer.confirm("Delete them?", default=False, err=as_json):
+                if as_json:
+                    _print_json(nothing)
+                else:
+                    out.print("nothing deleted", highlight=False)
+                return
+        store.delete(ids)
+        _deleted(saved, ids, as_json, {"undated_kept": undated} if before is not None else None)
+    if note and not as_json:
+        out.print(note, highlight=False)
 
 
 # --- how `kernelwright optimize` shows the search ---

@@ -47,7 +47,7 @@ class SavedGraph:
             data = json.loads(self.path.read_text("utf-8"))
             learned = {str(k): int(v) for k, v in data.get("learned", {}).items()}
             return ReasoningGraph.from_dict(data), learned
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, ArithmeticError) as exc:
             raise GraphFileError(
                 f"{self.path}: not a reasoning graph ({exc}); move it away to start afresh"
             ) from None
@@ -67,7 +67,7 @@ class SavedGraph:
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".graph-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=1)
+                json.dump(data, f, indent=1, allow_nan=False)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -86,6 +86,22 @@ class SavedGraph:
             self.learned[run_id] = index
             self._write()
         return True
+
+    @property
+    def dropped(self) -> int:
+        """Rows of the file left out on reading: their statistics were not finite numbers."""
+        return self.graph.dropped
+
+    def clean(self) -> int:
+        """Rewrites the file without the rows whose statistics are not finite numbers; returns
+        how many it dropped (the file is left as it is when none)."""
+        with self._locked():
+            self.graph, self.learned = self._read()
+            dropped = self.graph.dropped
+            if dropped:
+                self._write()
+                self.graph.dropped = 0
+        return dropped
 
     def learn_episodes(self, episodes: Iterable[Episode]) -> int:
         """Teaches the graph the direct edge of each stored attempt that names one (an import
@@ -106,7 +122,7 @@ def edge_outcome(e: Episode) -> tuple[bool, float]:
         return False, FAIL_LOG_SPEEDUP
     if e.speedup is None:
         return True, 0.0
-    return True, math.log(max(e.speedup, 1e-3) / max(e.parent_speedup, 1e-3))
+    return True, math.log(max(e.speedup, 1e-3)) - math.log(max(e.parent_speedup, 1e-3))
 
 
 def by_technique(graph: ReasoningGraph) -> dict[tuple[str, str], EdgeStats]:

@@ -69,6 +69,7 @@ class ReasoningGraph:
     def __init__(self, techniques: Mapping[str, Technique] | None = None) -> None:
         self.techniques = dict(catalogue() if techniques is None else techniques)
         self.edges: dict[StateKey, dict[str, dict[str, EdgeStats]]] = {}
+        self.dropped = 0  # saved rows left out on reading: their statistics were not finite
 
     @staticmethod
     def child(state: Iterable[str], tag: str) -> StateKey:
@@ -119,7 +120,10 @@ class ReasoningGraph:
     def record(
         self, state: Iterable[str], tag: str, bottleneck: str, ok: bool, log_gain: float
     ) -> EdgeStats:
-        """Adds one observed log-speedup to an edge."""
+        """Adds one observed log-speedup to an edge; one that is not a finite number (a
+        measurement gone wrong) is not an observation, and is left out."""
+        if not math.isfinite(log_gain):
+            return self.peek(state, tag, bottleneck)
         stats = self.edge(state, tag, bottleneck)
         stats.record(ok, log_gain)
         return stats
@@ -162,10 +166,15 @@ class ReasoningGraph:
     def from_dict(
         cls, data: Mapping[str, Any], techniques: Mapping[str, Technique] | None = None
     ) -> ReasoningGraph:
+        """The graph to_dict() saved; a row whose statistics are not finite numbers (an older
+        import let an infinite speedup in) is left out and counted in `dropped`."""
         graph = cls(techniques)
         for row in data.get("edges", []):
+            numbers = [float(row[k]) for k in ("attempts", "successes", "sum_log_speedup")]
+            if not all(math.isfinite(x) for x in numbers):
+                graph.dropped += 1
+                continue
+            attempts, successes, total = int(numbers[0]), int(numbers[1]), numbers[2]
             stats = graph.edge(row["state"], row["tag"], row["bottleneck"])
-            stats.attempts = int(row["attempts"])
-            stats.successes = int(row["successes"])
-            stats.sum_log_speedup = float(row["sum_log_speedup"])
+            stats.attempts, stats.successes, stats.sum_log_speedup = attempts, successes, total
         return graph

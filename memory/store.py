@@ -3,13 +3,18 @@
 `EpisodeStore` is the role; `ChromaStore` keeps it in ChromaDB: a `PersistentClient` directory
 (the caller passes settings.data_dir / "memory") by default, an `HttpClient` to a shared
 `chroma run` server when given a URL, or an in-memory client when given neither (tests).
+
+Every record read back is checked (`records.StoredMetadata`); one that is not valid (an older
+version's import let it in) is skipped and noted in `ChromaStore.skipped`, never fatal.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
@@ -24,11 +29,20 @@ from pydantic import BaseModel, ConfigDict
 from kernelwright.memory.embeddings import CodeHashEmbedding
 from kernelwright.memory.export_file import read_export
 from kernelwright.memory.migrations import migrate, pages
+from kernelwright.memory.records import BadRecord, check_metadata
 from kernelwright.memory.stats import MemoryStats, TagStats, summarize
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt
 
-__all__ = ["ChromaStore", "Episode", "EpisodeStore", "MemoryStats", "Provenance", "TagStats"]
+__all__ = [
+    "BadRecord",
+    "ChromaStore",
+    "Episode",
+    "EpisodeStore",
+    "MemoryStats",
+    "Provenance",
+    "TagStats",
+]
 
 REASON_CHARS = 500  # a verdict's reason is a line or two; a compile log is not kept whole
 
@@ -82,28 +96,32 @@ class Episode(BaseModel):
     def from_record(
         cls, id_: str, source: str, meta: dict[str, Any], distance: float | None = None
     ) -> Episode:
-        speedup = float(meta.get("speedup", -1.0))
-        tags = str(meta.get("tags", ""))
+        """The attempt a stored record holds; BadRecord ("ID: FIELD: problem") when its
+        metadata is not what kernelwright stores (a wrong type, a number not finite)."""
+        try:
+            m = check_metadata(meta)
+        except BadRecord as exc:
+            raise BadRecord(f"{id_}: {exc}") from None
         return cls(
             id=id_,
             source=source,
-            task_signature=str(meta.get("task_signature", "")),
-            op_class=str(meta.get("op_class", "")),
-            bottleneck=str(meta.get("bottleneck", "")),
-            tags=tuple(t for t in tags.split(",") if t),
-            verdict=str(meta.get("verdict", "")),
-            reason=str(meta.get("reason", "")),
-            speedup=speedup if speedup > 0 else None,
-            arch=str(meta.get("arch", "")),
-            model=str(meta.get("model", "")),
-            run_id=str(meta.get("run_id", "")),
-            index=int(meta.get("index", 0)),
-            parent=str(meta.get("parent", "")),
-            technique=str(meta.get("technique", "")),
-            state=tuple(t for t in str(meta.get("state", "")).split(",") if t),
-            parent_speedup=float(meta.get("parent_speedup", 1.0)),
-            explanation=str(meta.get("explanation", "")),
-            distance=distance,
+            task_signature=m.task_signature,
+            op_class=m.op_class,
+            bottleneck=m.bottleneck,
+            tags=tuple(t for t in m.tags.split(",") if t),
+            verdict=m.verdict,
+            reason=m.reason,
+            speedup=m.speedup if m.speedup > 0 else None,
+            arch=m.arch,
+            model=m.model,
+            run_id=m.run_id,
+            index=m.index,
+            parent=m.parent,
+            technique=m.technique,
+            state=tuple(t for t in m.state.split(",") if t),
+            parent_speedup=m.parent_speedup,
+            explanation=m.explanation,
+            distance=distance if distance is not None and math.isfinite(distance) else None,
         )
 
 
@@ -124,6 +142,26 @@ def record(attempt: Attempt, where: Provenance) -> tuple[str, str, dict[str, Any
     if attempt.speedup and attempt.speedup > 0:
         meta["speedup_log"] = math.log(attempt.speedup)
     return f"{where.run_id}:{attempt.index}", attempt.source, meta
+
+
+_RUN_STAMP = re.compile(r"-(\d{8})-\d{6}(?:-\d+)?$")
+
+
+def run_date(run_id: str) -> date | None:
+    """The day a run began, read off the name `optimize` gives its run directory
+    (TASK-YYYYmmdd-HHMMSS, maybe -N); None for a run id without one."""
+    found = _RUN_STAMP.search(run_id)
+    if not found:
+        return None
+    try:
+        return date(int(found[1][:4]), int(found[1][4:6]), int(found[1][6:]))
+    except ValueError:
+        return None
+
+
+def task_matches(signature: str, task: str) -> bool:
+    """A task named by its whole signature, or by what comes before the parenthesis."""
+    return signature == task or signature.split("(", 1)[0] == task
 
 
 class EpisodeStore(Protocol):
@@ -169,6 +207,7 @@ class ChromaStore:
         self.client = client
         self.collection = collection
         self.batch = client.get_max_batch_size()
+        self.skipped: dict[str, str] = {}  # id -> "ID: FIELD: problem", read back, not valid
 
     @classmethod
     def open(
@@ -236,62 +275,149 @@ class ChromaStore:
     def count(self) -> int:
         return self.collection.count()
 
+    def _valid(self, id_: str, meta: Any) -> bool:
+        """Whether a stored record's metadata is valid; notes it in `skipped` when not."""
+        problem = _problem(meta)
+        if problem:
+            self.skipped[id_] = f"{id_}: {problem}"
+        return not problem
+
     def search(self, query: str, n: int = 5, where: dict[str, Any] | None = None) -> list[Episode]:
-        """The `n` stored attempts nearest to `query` (CUDA source), optionally filtered."""
+        """The `n` stored attempts nearest to `query` (CUDA source), optionally filtered;
+        records that are not valid are skipped (and noted in `skipped`)."""
         total = self.count()
         if total == 0 or n <= 0:
             return []
-        got = self.collection.query(
-            query_texts=[query],
-            n_results=min(n, total),
-            where=where,
-            include=["documents", "metadatas", "distances"],
-        )
-        docs, metas, dists = got["documents"], got["metadatas"], got["distances"]
-        assert docs is not None and metas is not None and dists is not None
-        return [
-            Episode.from_record(i, d or "", dict(m or {}), float(x))
-            for i, d, m, x in zip(got["ids"][0], docs[0], metas[0], dists[0], strict=True)
-        ]
+        want = min(n, total)
+        while True:
+            got = self.collection.query(
+                query_texts=[query],
+                n_results=want,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+            docs, metas, dists = got["documents"], got["metadatas"], got["distances"]
+            assert docs is not None and metas is not None and dists is not None
+            hits: list[Episode] = []
+            for i, d, m, x in zip(got["ids"][0], docs[0], metas[0], dists[0], strict=True):
+                try:
+                    hits.append(Episode.from_record(i, d or "", dict(m or {}), float(x)))
+                except BadRecord as exc:
+                    self.skipped[i] = str(exc)
+            bad = len(got["ids"][0]) - len(hits)
+            if len(hits) >= n or not bad or len(got["ids"][0]) < want or want >= total:
+                return hits[:n]
+            want = min(total, want + bad)  # as many more as were skipped
+
+    def _records(self, include: list[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
+        """Every valid record as (id, metadata, document); the others noted in `skipped`."""
+        for page in pages(self.collection, include):
+            docs = page.get("documents") or [""] * len(page["ids"])
+            metas = page.get("metadatas") or [{}] * len(page["ids"])
+            for id_, meta, doc in zip(page["ids"], metas, docs, strict=True):
+                if self._valid(id_, meta):
+                    yield id_, dict(meta or {}), doc or ""
 
     def stats(self) -> MemoryStats:
-        return summarize(
-            meta for page in pages(self.collection, ["metadatas"]) for meta in page["metadatas"]
-        )
+        return summarize(meta for _, meta, _ in self._records(["metadatas"]))
 
     def export_jsonl(self, path: Path | str) -> int:
-        """Write every record as {"id", "source", "metadata"} per line; returns how many."""
+        """Write every valid record as {"id", "source", "metadata"} per line; returns how many."""
         n = 0
         with open(path, "w", encoding="utf-8") as f:
-            for page in pages(self.collection, ["documents", "metadatas"]):
-                for id_, doc, meta in zip(
-                    page["ids"], page["documents"], page["metadatas"], strict=True
-                ):
-                    f.write(json.dumps({"id": id_, "source": doc, "metadata": meta}) + "\n")
-                    n += 1
+            for id_, meta, doc in self._records(["documents", "metadatas"]):
+                row = {"id": id_, "source": doc, "metadata": meta}
+                f.write(json.dumps(row, allow_nan=False) + "\n")
+                n += 1
         return n
 
     def import_jsonl(self, path: Path | str) -> list[Episode]:
         """Add the records of an export that this store lacks (by id); returns those added.
-        MemoryFileError, naming the line, if any line is not a record."""
+        All or nothing: MemoryFileError, naming the first bad record, before anything is
+        written; StoreUnavailable, with what was written taken back, if a write fails."""
         rows = read_export(Path(path))
-        added: list[Episode] = []
+        have: set[str] = set()
         for i in range(0, len(rows), self.batch):
-            chunk = rows[i : i + self.batch]
-            have = set(self.collection.get(ids=[r["id"] for r in chunk], include=[])["ids"])
-            new = [r for r in chunk if r["id"] not in have]
-            for r in new:  # an export from an older schema lacks the newer fields
-                speedup = float(r["metadata"].get("speedup", -1.0))
-                if speedup > 0:
-                    r["metadata"].setdefault("speedup_log", math.log(speedup))
-            if new:
+            chunk = [r["id"] for r in rows[i : i + self.batch]]
+            have.update(self.collection.get(ids=chunk, include=[])["ids"])
+        new = [r for r in rows if r["id"] not in have]
+        for r in new:  # an export from an older schema lacks the newer fields
+            speedup = float(r["metadata"]["speedup"])
+            if speedup > 0:
+                r["metadata"].setdefault("speedup_log", math.log(speedup))
+        added = [Episode.from_record(r["id"], r["source"], r["metadata"]) for r in new]
+        written: list[str] = []
+        try:
+            for i in range(0, len(new), self.batch):
+                chunk = new[i : i + self.batch]
                 self.collection.add(
-                    ids=[r["id"] for r in new],
-                    documents=[r["source"] for r in new],
-                    metadatas=[r["metadata"] for r in new],
+                    ids=[r["id"] for r in chunk],
+                    documents=[r["source"] for r in chunk],
+                    metadatas=[r["metadata"] for r in chunk],
                 )
-                added += [Episode.from_record(r["id"], r["source"], r["metadata"]) for r in new]
+                written += [r["id"] for r in chunk]
+        except (ValueError, TypeError, RuntimeError, OSError) as exc:
+            self.delete(written)
+            text = " ".join(str(exc).split())
+            raise StoreUnavailable(f"{path}: nothing imported: {text}") from None
+        except BaseException:
+            self.delete(written)
+            raise
         return added
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove these records (ids the store lacks are ignored)."""
+        for i in range(0, len(ids), self.batch):
+            self.collection.delete(ids=list(ids[i : i + self.batch]))
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` the store holds."""
+        found: set[str] = set()
+        for i in range(0, len(ids), self.batch):
+            found.update(self.collection.get(ids=list(ids[i : i + self.batch]), include=[])["ids"])
+        return found
+
+    def matching(
+        self,
+        *,
+        run: str | None = None,
+        task: str | None = None,
+        before: date | None = None,
+        invalid: bool = False,
+    ) -> tuple[list[str], int]:
+        """The ids of the records that match every filter given: of run `run`, on task `task`
+        (see task_matches), of a run begun before `before` (see run_date), not valid; and how
+        many matched the others but carry no date, so `before` could not take them."""
+        ids: list[str] = []
+        undated = 0
+        for page in pages(self.collection, ["metadatas"]):
+            for id_, meta in zip(page["ids"], page["metadatas"], strict=True):
+                meta = dict(meta or {})
+                run_id = str(meta.get("run_id", ""))
+                if run is not None and run_id != run:
+                    continue
+                if task is not None and not task_matches(str(meta.get("task_signature", "")), task):
+                    continue
+                if invalid and not _problem(meta):
+                    continue
+                if before is not None:
+                    day = run_date(run_id)
+                    if day is None:
+                        undated += 1
+                        continue
+                    if day >= before:
+                        continue
+                ids.append(id_)
+        return sorted(ids), undated
+
+
+def _problem(meta: Any) -> str:
+    """What is wrong with a stored record's metadata; "" when it is valid."""
+    try:
+        check_metadata(dict(meta or {}))
+    except BadRecord as exc:
+        return str(exc)
+    return ""
 
 
 def _check(store: ChromaStore) -> EpisodeStore:  # mypy: ChromaStore plays the role

@@ -4,6 +4,7 @@ ChromaDB directory; bad input is one line on stderr and exit code 2."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 from pathlib import Path
@@ -185,13 +186,13 @@ def test_export_then_import_into_a_fresh_memory(settings_env: Path, tmp_path: Pa
 
 def test_import_a_missing_file(tmp_path: Path) -> None:
     line = one_error_line(runner.invoke(memory_app, ["import", str(tmp_path / "nope.jsonl")]))
-    assert "nope.jsonl: no such file" in line
+    assert line == f"error: import {tmp_path / 'nope.jsonl'}: no such file"
 
 
 @pytest.mark.parametrize(
     ("bad", "problem"),
     [
-        ('{"id": "a", "source": "x", "metadata": {}', "not valid JSON"),
+        ('{"id": "a", "source": "x", "metadata": {}', "not valid JSON: Expecting ',' delimiter"),
         ('["a", "x"]', 'expected an object with exactly "id", "source" and "metadata"'),
         (
             '{"id": "a", "source": "x", "metadata": {"tags": ["a"]}}',
@@ -209,7 +210,7 @@ def test_import_names_the_bad_line(
     lines = file.read_text().splitlines()
     file.write_text("\n".join([*lines[:2], bad, *lines[2:]]) + "\n")
     line = one_error_line(runner.invoke(memory_app, ["import", str(file)]))
-    assert f"{file} line 3: {problem}" in line
+    assert line == f"error: import {file}: record 3: {problem}"
     assert ChromaStore.open(settings_env).count() == 4  # nothing half-imported
 
 
@@ -286,3 +287,288 @@ def test_optimize_shows_the_search_in_its_progress_and_final_report() -> None:
         "correct 1.50x kept",
     ]
     assert search_report({"choices": [], "attempts": [done]}) is None
+
+
+# --- a bad record is refused whole; a store an older version poisoned still works ---
+
+
+def strict_json(text: str) -> object:
+    """JSON as the standard has it: no NaN, Infinity or -Infinity."""
+
+    def refuse(name: str) -> object:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def exported(settings_env: Path, tmp_path: Path) -> list[str]:
+    fill(settings_env)
+    file = tmp_path / "memory.jsonl"
+    assert runner.invoke(memory_app, ["export", str(file)]).exit_code == 0
+    return file.read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"index": "ten"}, 'index: expected an integer, got "ten"'),
+        ({"index": True}, "index: expected an integer, got true"),
+        ({"index": -1}, "index: out of range: -1"),
+        ({"speedup": "fast"}, 'speedup: expected a number, got "fast"'),
+        ({"speedup": math.inf}, "speedup: not a finite number"),
+        ({"speedup": -math.inf}, "speedup: not a finite number"),
+        ({"speedup": math.nan}, "speedup: not a finite number"),
+        ({"parent_speedup": math.inf}, "parent_speedup: not a finite number"),
+        ({"speedup_log": math.nan}, "speedup_log: not a finite number"),
+        ({"kept": "yes"}, 'kept: expected true or false, got "yes"'),
+        ({"verdict": 1}, "verdict: expected a string, got 1"),
+        ({"seen_on": math.inf}, "seen_on: not a finite number"),  # a key this version lacks
+        ({"verdict": None}, "missing verdict"),
+    ],
+    ids=lambda v: "-".join(f"{k}={v[k]}" for k in v) if isinstance(v, dict) else None,
+)
+def test_import_refuses_a_file_with_one_bad_record_and_writes_nothing(
+    settings_env: Path, tmp_path: Path, change: dict[str, object], problem: str
+) -> None:
+    lines = exported(settings_env, tmp_path)
+    row = json.loads(lines[2])
+    row["metadata"] = {k: v for k, v in {**row["metadata"], **change}.items() if v is not None}
+    file = tmp_path / "bad.jsonl"
+    file.write_text("\n".join([*lines[:2], json.dumps(row), *lines[3:]]) + "\n")
+    fresh = tmp_path / "fresh"
+    result = runner.invoke(
+        memory_app, ["import", str(file)], env={"KERNELWRIGHT_MEMORY__DIR": str(fresh)}
+    )
+    assert one_error_line(result) == f"error: import {file}: record 3: {problem}"
+    assert result.stdout == ""
+    assert ChromaStore.open(fresh, embedding=CodeHashEmbedding()).count() == 0  # all or nothing
+    assert not (fresh / "reasoning_graph.json").exists()  # the search learned nothing either
+
+
+def test_import_names_a_record_without_fields_or_with_an_overflowing_number(
+    settings_env: Path, tmp_path: Path
+) -> None:
+    lines = exported(settings_env, tmp_path)
+    file = tmp_path / "bad.jsonl"
+    fresh = {"KERNELWRIGHT_MEMORY__DIR": str(tmp_path / "fresh")}
+    file.write_text("\n".join([*lines[:2], '{"id": "x:1", "source": "s", "metadata": {}}']))
+    assert one_error_line(runner.invoke(memory_app, ["import", str(file)], env=fresh)) == (
+        f"error: import {file}: record 3: missing task_signature, op_class, bottleneck, arch, "
+        "model, run_id, tags, verdict, reason, speedup, index, parent, kept"
+    )
+    assert '"speedup": 3.0' in lines[0]
+    file.write_text(
+        "\n".join([*lines[1:3], lines[0].replace('"speedup": 3.0', '"speedup": 1e999')])
+    )
+    assert one_error_line(runner.invoke(memory_app, ["import", str(file)], env=fresh)) == (
+        f"error: import {file}: record 3: speedup: not a finite number"
+    )
+    assert ChromaStore.open(tmp_path / "fresh", embedding=CodeHashEmbedding()).count() == 0
+
+
+def test_import_takes_nothing_back_when_the_graph_cannot_learn(
+    settings_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelwright.memory.graph_file import GraphFileError
+
+    lines = exported(settings_env, tmp_path)
+    file = tmp_path / "m.jsonl"
+    file.write_text("\n".join(lines) + "\n")
+
+    def cannot(self: SavedGraph, episodes: object) -> int:
+        raise GraphFileError(f"{self.path}: cannot update: disk full")
+
+    monkeypatch.setattr(SavedGraph, "learn_episodes", cannot)
+    fresh = tmp_path / "fresh"
+    result = runner.invoke(
+        memory_app, ["import", str(file)], env={"KERNELWRIGHT_MEMORY__DIR": str(fresh)}
+    )
+    assert "cannot update: disk full" in one_error_line(result)
+    assert ChromaStore.open(fresh, embedding=CodeHashEmbedding()).count() == 0
+
+
+def poison(memory: Path) -> ChromaStore:
+    """What an import by an older version left behind: records kernelwright never writes."""
+    store = fill(memory)
+    got = store.collection.get(ids=["rowsum-1:1"], include=["metadatas"])["metadatas"]
+    assert got is not None
+    good = dict(got[0])
+    store.collection.add(
+        ids=["old:1", "old:2"],
+        documents=[NAIVE, NAIVE + "\n"],
+        metadatas=[
+            {**good, "run_id": "old", "index": "ten"},
+            {**good, "run_id": "old", "speedup": "fast", "kept": "yes"},
+        ],
+    )
+    return store
+
+
+def one_warning_line(result: Result) -> str:
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: "), result.stderr
+    return lines[0]
+
+
+def test_a_poisoned_store_still_searches_exports_and_sums_up(
+    settings_env: Path, tmp_path: Path
+) -> None:
+    poison(settings_env)
+    hits = runner.invoke(memory_app, ["search", NAIVE, "-n", "5", "--json"])
+    warning = one_warning_line(hits)
+    assert "skipped 2 stored attempts that are not valid" in warning
+    assert "memory prune --invalid" in warning
+    ids = [h["id"] for h in strict_json(hits.stdout)]  # type: ignore[union-attr]
+    assert sorted(ids) == ["matmul-1:1", "rowsum-1:1", "rowsum-1:2", "rowsum-1:3"]
+    nearest = runner.invoke(memory_app, ["search", NAIVE, "-n", "1"], env={"COLUMNS": "200"})
+    assert (
+        "old:" not in nearest.stdout
+        and nearest.stdout.count("rowsum-1:") + nearest.stdout.count("matmul-1:") == 1
+    )
+    one_warning_line(nearest)
+
+    file = tmp_path / "m.jsonl"
+    exported_ = runner.invoke(memory_app, ["export", str(file)])
+    assert 'old:1: index: expected an integer, got "ten"' in one_warning_line(exported_)
+    assert "exported 4 attempts" in exported_.stdout
+    assert [json.loads(ln)["id"] for ln in file.read_text().splitlines()].count("old:1") == 0
+
+    stats = runner.invoke(memory_app, ["stats", "--json"])
+    one_warning_line(stats)
+    assert strict_json(stats.stdout)["total"] == 4  # type: ignore[index]
+    one_warning_line(runner.invoke(memory_app, ["stats"]))
+
+    pruned = runner.invoke(memory_app, ["prune", "--invalid", "--yes"])
+    assert pruned.exit_code == 0, pruned.output
+    assert "deleted 2 stored attempts" in pruned.stdout
+    clean = runner.invoke(memory_app, ["search", NAIVE, "-n", "5", "--json"])
+    assert clean.exit_code == 0 and clean.stderr == "" and len(strict_json(clean.stdout)) == 4  # type: ignore[arg-type]
+
+
+def test_a_graph_an_older_import_left_infinity_in_is_standard_json_again(
+    settings_env: Path,
+) -> None:
+    fill(settings_env)
+    saved = SavedGraph.in_dir(settings_env)
+    saved.learn("rowsum-1", 1, lambda g: g.update((), "coalescing", "memory-bound", True, 3.0))
+    data = json.loads(saved.path.read_text())
+    data["edges"].append(
+        {
+            "state": [],
+            "tag": "unroll",
+            "bottleneck": "memory-bound",
+            "attempts": 1,
+            "successes": 1,
+            "sum_log_speedup": math.inf,
+        }
+    )
+    saved.path.write_text(json.dumps(data))  # `Infinity`, as an older `memory import` wrote
+    result = runner.invoke(memory_app, ["stats", "--json"])
+    warning = one_warning_line(result)
+    assert "1 edge" in warning and "not finite" in warning
+    got = strict_json(result.stdout)
+    assert [row["technique"] for row in got["search"]] == ["coalescing"]  # type: ignore[index]
+    one_warning_line(runner.invoke(memory_app, ["stats"], env={"COLUMNS": "200"}))
+
+    deleted = runner.invoke(memory_app, ["delete", "rowsum-1:3"])
+    assert deleted.exit_code == 0, deleted.output
+    assert "1 edge" in deleted.stdout  # the reasoning graph was rewritten without it
+    on_disk = strict_json(saved.path.read_text())
+    assert [e["tag"] for e in on_disk["edges"]] == ["coalescing"]  # type: ignore[index]
+    assert runner.invoke(memory_app, ["stats", "--json"]).stderr == ""
+
+
+# --- delete and prune ---
+
+
+def test_delete_by_id(settings_env: Path) -> None:
+    fill(settings_env)
+    result = runner.invoke(memory_app, ["delete", "rowsum-1:3", "matmul-1:1"])
+    assert result.exit_code == 0, result.output
+    assert "deleted 2 stored attempts" in result.stdout
+    store = ChromaStore.open(settings_env, embedding=CodeHashEmbedding())
+    assert sorted(store.collection.get(include=[])["ids"]) == ["rowsum-1:1", "rowsum-1:2"]
+
+    unknown = runner.invoke(memory_app, ["delete", "rowsum-1:1", "nope:1"])
+    assert one_error_line(unknown) == "error: delete: no stored attempt nope:1; nothing deleted"
+    assert store.count() == 2
+
+    as_json = runner.invoke(memory_app, ["delete", "rowsum-1:1", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert strict_json(as_json.stdout) == {"deleted": ["rowsum-1:1"], "graph_edges_dropped": 0}
+    assert store.count() == 1
+
+
+def fill_dated(memory: Path) -> ChromaStore:
+    """fill()'s undated runs and three attempts of runs named as `optimize` names them."""
+    store = fill(memory)
+    early = ROWSUM.model_copy(update={"run_id": "rowsum-20240105-101500"})
+    late = ROWSUM.model_copy(update={"run_id": "rowsum-20250301-090000-2"})
+    store.add_many(
+        [
+            (attempt(1, NAIVE, speedup=1.0), early),
+            (attempt(2, SHARED, speedup=2.0), early),
+            (attempt(1, WARP, speedup=4.0), late),
+        ]
+    )
+    return store
+
+
+def test_prune_needs_a_filter_and_a_real_date(settings_env: Path) -> None:
+    store = fill_dated(settings_env)
+    line = one_error_line(runner.invoke(memory_app, ["prune", "--yes"]))
+    assert line.startswith("error: prune: name what to delete with --run, --task, --before")
+    line = one_error_line(runner.invoke(memory_app, ["prune", "--before", "2025-13-01", "--yes"]))
+    assert line == "error: prune: --before takes a date as YYYY-MM-DD, not '2025-13-01'"
+    assert store.count() == 7
+
+
+def test_prune_before_a_date_keeps_undated_runs(settings_env: Path) -> None:
+    store = fill_dated(settings_env)
+    result = runner.invoke(memory_app, ["prune", "--before", "2025-01-01", "--yes", "--json"])
+    assert result.exit_code == 0, result.output
+    assert strict_json(result.stdout) == {
+        "deleted": ["rowsum-20240105-101500:1", "rowsum-20240105-101500:2"],
+        "undated_kept": 4,
+        "graph_edges_dropped": 0,
+    }
+    assert store.count() == 5
+    text = runner.invoke(memory_app, ["prune", "--before", "2025-03-02", "--yes"])
+    assert text.exit_code == 0, text.output
+    assert "deleted 1 stored attempt" in text.stdout
+    assert "kept 4 stored attempts whose run id has no date" in text.stdout
+    assert store.count() == 4
+
+
+def test_prune_by_run_and_task(settings_env: Path) -> None:
+    store = fill_dated(settings_env)
+    by_task = runner.invoke(memory_app, ["prune", "--task", "matmul", "--yes", "--json"])
+    assert strict_json(by_task.stdout)["deleted"] == ["matmul-1:1"]  # type: ignore[index]
+    both = runner.invoke(
+        memory_app,
+        ["prune", "--task", "rowsum(f32[M,N])->f32[M]", "--run", "rowsum-1", "--yes"],
+    )
+    assert both.exit_code == 0 and "deleted 3 stored attempts" in both.stdout
+    assert store.count() == 3
+    none = runner.invoke(memory_app, ["prune", "--run", "nobody", "--yes"])
+    assert none.exit_code == 0 and "no stored attempts match" in none.stdout
+    assert store.count() == 3
+
+
+def test_prune_asks_first(settings_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = fill_dated(settings_env)
+    piped = runner.invoke(memory_app, ["prune", "--run", "rowsum-1"])  # stdin is not a terminal
+    assert "3 stored attempts would be deleted" in piped.stdout
+    assert one_error_line(piped) == (
+        "error: prune: not deleting without --yes (stdin is not a terminal); nothing deleted"
+    )
+    assert store.count() == 7
+
+    monkeypatch.setattr("kernelwright.agent.cli_memory._interactive", lambda: True)
+    declined = runner.invoke(memory_app, ["prune", "--run", "rowsum-1"], input="n\n")
+    assert declined.exit_code == 0 and "nothing deleted" in declined.stdout
+    assert store.count() == 7
+    agreed = runner.invoke(memory_app, ["prune", "--run", "rowsum-1"], input="y\n")
+    assert agreed.exit_code == 0 and "deleted 3 stored attempts" in agreed.stdout
+    assert store.count() == 4

@@ -3,6 +3,8 @@ the directory add up."""
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +101,41 @@ def test_imported_attempts_teach_their_own_step(tmp_path: Path) -> None:
     totals = by_technique(g)
     assert set(totals) == {("coalescing", MEM), ("unroll", MEM), ("fusion", MEM)}
     assert totals[("fusion", MEM)].attempts == 1
+
+
+def test_a_non_finite_log_speedup_is_never_learned_or_written(tmp_path: Path) -> None:
+    saved = SavedGraph.in_dir(tmp_path)
+    saved.learn("r", 1, lambda g: g.record((), "unroll", MEM, True, math.inf))
+    saved.learn("r", 2, lambda g: g.record((), "unroll", MEM, True, math.nan))
+    saved.learn_episodes(
+        [
+            Episode(
+                id="a:1",
+                source="",
+                bottleneck=MEM,
+                technique="unroll",
+                verdict="correct",
+                speedup=math.inf,
+            )
+        ]
+    )
+    saved.learn("r", 3, lambda g: g.update((), "unroll", MEM, True, 2.0))
+    text = saved.path.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    stats = SavedGraph.in_dir(tmp_path).graph.peek((), "unroll", MEM)
+    assert stats.attempts == 1 and stats.sum_log_speedup == pytest.approx(math.log(2.0))
+
+
+def test_a_file_with_non_finite_statistics_is_read_without_them(tmp_path: Path) -> None:
+    rows = [
+        {"state": [], "tag": "unroll", "bottleneck": MEM, "attempts": 1, "successes": 1}
+        | {"sum_log_speedup": value}
+        for value in (math.inf, 0.5)
+    ]
+    rows[1]["tag"] = "coalescing"
+    (tmp_path / "reasoning_graph.json").write_text(json.dumps({"version": 1, "edges": rows}))
+    saved = SavedGraph.in_dir(tmp_path)
+    assert saved.graph.dropped == 1 and list(by_technique(saved.graph)) == [("coalescing", MEM)]
+    assert saved.clean() == 1  # rewritten without it
+    assert "Infinity" not in saved.path.read_text()
+    assert SavedGraph.in_dir(tmp_path).graph.dropped == 0 and saved.clean() == 0

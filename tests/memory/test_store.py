@@ -275,3 +275,76 @@ def test_stats_by_task_and_bottleneck_and_where_in_the_graph(tmp_path: Path) -> 
     (hit,) = store.search(GEMM, n=1, where={"run_id": "mm"})
     assert hit.technique == "smem-tiling" and hit.state == ("coalescing", "unroll")
     assert hit.parent_speedup == 2.0 and hit.parent == "mm:3"
+
+
+def test_import_checks_every_record_before_it_writes_one(tmp_path: Path) -> None:
+    from kernelwright.memory.export_file import MemoryFileError
+
+    a = ChromaStore.open(tmp_path / "a")
+    fill(a)
+    a.export_jsonl(tmp_path / "m.jsonl")
+    lines = (tmp_path / "m.jsonl").read_text().splitlines()
+    row = json.loads(lines[2])
+    row["metadata"]["speedup"] = math.inf
+    (tmp_path / "bad.jsonl").write_text("\n".join([*lines[:2], json.dumps(row)]) + "\n")
+    b = ChromaStore.open(tmp_path / "b")
+    with pytest.raises(MemoryFileError, match=r"bad.jsonl: record 3: speedup: not a finite number"):
+        b.import_jsonl(tmp_path / "bad.jsonl")
+    assert b.count() == 0
+
+
+def test_import_takes_back_what_it_wrote_when_a_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = ChromaStore.open(tmp_path / "a")
+    fill(a)
+    a.export_jsonl(tmp_path / "m.jsonl")
+    b = ChromaStore.open(tmp_path / "b")
+    b.batch = 1  # one record a write
+    add = type(b.collection).add
+    calls = []
+
+    def second_fails(self: object, *args: object, **kwargs: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("the server went away")
+        add(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(b.collection), "add", second_fails)
+    with pytest.raises(StoreUnavailable, match="nothing imported: the server went away"):
+        b.import_jsonl(tmp_path / "m.jsonl")
+    assert b.count() == 0
+
+
+def test_a_bad_stored_record_is_skipped_not_fatal(tmp_path: Path) -> None:
+    from kernelwright.memory.records import BadRecord
+    from kernelwright.memory.store import Episode
+
+    store = ChromaStore.open(tmp_path)
+    fill(store)
+    store.collection.add(
+        ids=["old:1"],
+        documents=[WARP],  # nearest to WARP, ahead of run1:2
+        metadatas=[{"verdict": "correct", "speedup": 2.0, "index": "ten"}],
+    )
+    with pytest.raises(BadRecord, match=r'old:1: index: expected an integer, got "ten"'):
+        Episode.from_record("old:1", WARP, {"index": "ten"})
+    assert [h.id for h in store.search(WARP, n=1)] == ["run1:2"]
+    assert [h.id for h in store.search(WARP, n=5)] == ["run1:2", "run1:3", "run1:1"]
+    assert list(store.skipped) == ["old:1"]
+    assert store.stats().total == 3
+    assert store.export_jsonl(tmp_path / "m.jsonl") == 3
+    assert store.matching(invalid=True) == (["old:1"], 0)
+    store.delete(["old:1"])
+    store.skipped.clear()
+    assert len(store.search(WARP, n=5)) == 3 and store.skipped == {}
+
+
+def test_a_run_date_is_read_off_the_run_id() -> None:
+    from datetime import date
+
+    from kernelwright.memory.store import run_date
+
+    assert run_date("rowsum-20240105-101500") == date(2024, 1, 5)
+    assert run_date("kb-relu-mlp-20250301-090000-2") == date(2025, 3, 1)
+    assert run_date("rowsum-1") is None and run_date("x-20241399-101500") is None
