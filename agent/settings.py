@@ -18,6 +18,7 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 from kernelwright.tools.errors import KernelwrightError, TaskError
 from kernelwright.tools.files import read_text
@@ -57,23 +58,24 @@ class Settings(BaseSettings):
         env_prefix="KERNELWRIGHT_", env_nested_delimiter="__", extra="ignore"
     )
 
-    model: str = "qwen2.5-coder:7b"
-    ollama_base_url: str = "http://127.0.0.1:11434"
+    model: str = Field(default="qwen2.5-coder:7b", min_length=1)
+    # Ollama's own OLLAMA_HOST, when set and nothing of kernelwright's says otherwise
+    ollama_base_url: str = Field(default_factory=lambda: ollama_host_url())
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir(APP)))
     cache_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_cache_dir(APP)))
     compile_backend: Literal["nvrtc", "nvcc"] = "nvrtc"
-    run_timeout_s: float = 20.0
-    compile_timeout_s: float = 60.0
-    timing_budget_s: float = 0.6
-    worker_host_memory_gib: float = 16.0
+    run_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False)
+    compile_timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    timing_budget_s: float = Field(default=0.6, gt=0, allow_inf_nan=False)
+    worker_host_memory_gib: float = Field(default=16.0, gt=0, allow_inf_nan=False)
     provider: Literal["ollama", "openai"] = "ollama"
-    context_length: int = 16384  # Ollama's num_ctx: always sent, its small default truncates
+    context_length: int = Field(default=16384, gt=0)  # Ollama's num_ctx: always sent
     keep_alive: str = "10m"
-    temperature: float = 0.2
+    temperature: float = Field(default=0.2, ge=0, le=2, allow_inf_nan=False)
     seed: int | None = None
     openai_base_url: str = "http://127.0.0.1:8000"
     openai_api_key: str = ""
-    request_timeout_s: float = 300.0
+    request_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     allow_tracing: bool = Field(
         default=False,
         description=(
@@ -121,19 +123,50 @@ class ConfigFile(TomlConfigSettingsSource):
 
     def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
         try:
-            return tomllib.loads(read_text(Path(str(file_path))))
+            data = tomllib.loads(read_text(Path(str(file_path))))
         except TaskError as exc:  # not UTF-8
             raise SettingsError(str(exc)) from None
         except tomllib.TOMLDecodeError as exc:
             raise SettingsError(f"{file_path}: not valid TOML: {exc}") from None
         except OSError as exc:
             raise SettingsError(f"{file_path}: cannot read: {exc.strerror}") from None
+        unknown = sorted(set(data) - set(Settings.model_fields))
+        if unknown:  # a typo would otherwise be ignored without a word
+            raise SettingsError(
+                f"{file_path}: unknown setting {unknown[0]!r} (known: "
+                + ", ".join(sorted(Settings.model_fields))
+                + ")"
+            )
+        return data
+
+
+def ollama_host_url() -> str:
+    """Ollama's OLLAMA_HOST ("HOST", "HOST:PORT" or a URL; 0.0.0.0 is where it listens, so
+    here), else its default address."""
+    host = os.environ.get("OLLAMA_HOST", "").strip()
+    if not host:
+        return "http://127.0.0.1:11434"
+    scheme, sep, rest = host.partition("://")
+    if not sep:
+        scheme, rest = "http", host
+    m = re.fullmatch(r"(?P<name>\[[^\]]*\]|[^:/]*)(?::(?P<port>\d+))?/?", rest)
+    name, port = (m["name"], m["port"] or "11434") if m else (rest, "11434")
+    if name in ("", "0.0.0.0", "[::]"):
+        name = "127.0.0.1"
+    return f"{scheme}://{name}:{port}"
 
 
 def load(**overrides: object) -> Settings:
     """Settings with the flags a user gave (None means not given)."""
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    except PydanticSettingsError as exc:  # a nested setting's variable that is not JSON
+        raise SettingsError(
+            f"{exc}: KERNELWRIGHT_MEMORY must be a JSON object (or set one key with "
+            "KERNELWRIGHT_MEMORY__<KEY>)"
+            if "memory" in str(exc)
+            else str(exc)
+        ) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"])

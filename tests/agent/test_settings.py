@@ -16,6 +16,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for key in list(os.environ):
         if key.startswith("KERNELWRIGHT_"):
             monkeypatch.delenv(key)
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
     config = tmp_path / "config.toml"
     monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(config))  # absent file: defaults only
     return config
@@ -105,3 +106,64 @@ def test_a_bad_memory_setting_names_its_variable(
     message = str(err.value)
     assert f"'memory.{key.lower()}'" in message and says in message
     assert f"KERNELWRIGHT_MEMORY__{key}" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "words"),
+    [
+        ("RUN_TIMEOUT_S", "-1", "greater than 0"),
+        ("RUN_TIMEOUT_S", "nan", "finite number"),
+        ("TIMING_BUDGET_S", "0", "greater than 0"),
+        ("WORKER_HOST_MEMORY_GIB", "inf", "finite number"),
+        ("TEMPERATURE", "nan", "finite number"),
+        ("TEMPERATURE", "-0.5", "greater than or equal to 0"),
+        ("CONTEXT_LENGTH", "0", "greater than 0"),
+        ("MODEL", "", "at least 1 character"),
+    ],
+)
+def test_nonsense_values_are_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, words: str
+) -> None:
+    from kernelwright.agent.settings import SettingsError
+
+    monkeypatch.setenv(f"KERNELWRIGHT_{env}", value)
+    with pytest.raises(SettingsError, match=f"KERNELWRIGHT_{env}") as err:
+        load()
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_unknown_key_in_the_config_file_is_named(clean_env: Path) -> None:
+    from kernelwright.agent.settings import SettingsError
+
+    clean_env.write_text('modle = "qwen2.5-coder:7b"\n')
+    with pytest.raises(SettingsError, match="unknown setting 'modle'"):
+        load()
+
+
+def test_a_memory_variable_that_is_not_json_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelwright.agent.settings import SettingsError
+
+    monkeypatch.setenv("KERNELWRIGHT_MEMORY", "garbage")
+    with pytest.raises(SettingsError, match="KERNELWRIGHT_MEMORY__<KEY>"):
+        load()
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("", "http://127.0.0.1:11434"),
+        ("0.0.0.0", "http://127.0.0.1:11434"),
+        ("0.0.0.0:8080", "http://127.0.0.1:8080"),
+        ("gpu-box", "http://gpu-box:11434"),
+        ("gpu-box:9000", "http://gpu-box:9000"),
+        ("https://ollama.lan:443", "https://ollama.lan:443"),
+        ("[::1]:11500", "http://[::1]:11500"),
+    ],
+)
+def test_ollamas_own_host_variable_is_honoured(
+    monkeypatch: pytest.MonkeyPatch, host: str, url: str
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", host)
+    assert load().ollama_base_url == url
+    monkeypatch.setenv("KERNELWRIGHT_OLLAMA_BASE_URL", "http://127.0.0.1:1")
+    assert load().ollama_base_url == "http://127.0.0.1:1"  # kernelwright's own setting wins
