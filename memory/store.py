@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import urlparse
 
 import chromadb
+import httpx
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.api.types import Documents, EmbeddingFunction
@@ -186,6 +187,26 @@ class EpisodeStore(Protocol):
     def import_jsonl(self, path: Path | str) -> list[Episode]: ...
 
 
+HTTP_TIMEOUT_S = 30.0  # a memory server's answer, at most
+PROBE_TIMEOUT_S = 5.0  # its heartbeat, before anything else is asked of it
+
+
+def _answers(base: str, url: str) -> None:
+    """StoreUnavailable in one line unless the server answers its heartbeat in time."""
+    try:
+        httpx.get(f"{base}/api/v2/heartbeat", timeout=PROBE_TIMEOUT_S)
+    except httpx.TimeoutException:
+        raise StoreUnavailable(
+            f"memory server {url} did not answer within {PROBE_TIMEOUT_S:.0f} s: check it "
+            "(chroma run --path DIR --port PORT) or unset memory.url"
+        ) from None
+    except httpx.HTTPError:
+        raise StoreUnavailable(
+            f"memory server {url} not reachable: start it (chroma run --path DIR "
+            "--port PORT) or unset memory.url"
+        ) from None
+
+
 def _client(path: Path | str | None, url: str | None) -> ClientAPI:
     settings = Settings(anonymized_telemetry=False)
     if url:
@@ -193,7 +214,12 @@ def _client(path: Path | str | None, url: str | None) -> ClientAPI:
         ssl = u.scheme == "https"
         port = u.port or (443 if ssl else 8000)
         host = u.hostname or "localhost"
-        return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+        _answers(f"{'https' if ssl else 'http'}://{host}:{port}", url)
+        client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if isinstance(session, httpx.Client):  # chromadb's own waits for ever
+            session.timeout = httpx.Timeout(HTTP_TIMEOUT_S)
+        return client
     if path is not None:
         Path(path).mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=settings)

@@ -348,3 +348,60 @@ def test_a_run_date_is_read_off_the_run_id() -> None:
     assert run_date("rowsum-20240105-101500") == date(2024, 1, 5)
     assert run_date("kb-relu-mlp-20250301-090000-2") == date(2025, 3, 1)
     assert run_date("rowsum-1") is None and run_date("x-20241399-101500") is None
+
+
+def test_a_memory_server_that_never_answers_is_one_line_in_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It blocked for a minute or more: chromadb's client has no timeout."""
+    import socket
+    import time
+
+    from kernelwright.memory import store as store_mod
+
+    monkeypatch.setattr(store_mod, "PROBE_TIMEOUT_S", 0.5)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts, never answers
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    start = time.perf_counter()
+    try:
+        with pytest.raises(store_mod.StoreUnavailable, match="did not answer within"):
+            store_mod.ChromaStore.open(url=url)
+    finally:
+        silent.close()
+    assert time.perf_counter() - start < 5
+
+
+def test_a_real_chroma_server_is_reached_through_memory_url(tmp_path: Path) -> None:
+    """The heartbeat probe and the timeout leave a real `chroma run` server usable."""
+    import shutil
+    import time
+
+    import httpx
+
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    if not Path(chroma).is_file():
+        pytest.skip("the chroma command is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [chroma, "run", "--path", str(tmp_path / "srv"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{url}/api/v2/heartbeat", timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        store = ChromaStore.open(url=url)
+        assert store.count() == 0 and store.search("float4 loads") == []
+    finally:
+        server.kill()
+        server.wait(timeout=10)
