@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -89,14 +90,20 @@ def _warn_dropped(saved: Any) -> None:
         )
 
 
-def _open() -> tuple[Any, Any]:
-    """The store and the saved reasoning graph the settings name."""
-    from kernelwright.agent.experience import open_store
+def _open(write: bool = False) -> tuple[Any, Any]:
+    """The store and the saved reasoning graph the settings name. A command that only reads
+    (or finds nothing to write) leaves no memory directory behind where there was none: it
+    sees an empty memory instead."""
+    from kernelwright.agent.experience import embedding_for, open_store
     from kernelwright.agent.settings import load
     from kernelwright.memory.graph_file import SavedGraph
+    from kernelwright.memory.store import ChromaStore
 
     settings = load()
-    return open_store(settings), SavedGraph.in_dir(settings.memory_dir)
+    saved = SavedGraph.in_dir(settings.memory_dir)
+    if not write and settings.memory.url is None and not settings.memory_dir.exists():
+        return ChromaStore.open(None, None, embedding_for(settings)), saved
+    return open_store(settings), saved
 
 
 def _speed(value: float | None) -> str:
@@ -243,10 +250,16 @@ def import_(file: Annotated[Path, typer.Argument(help="A file `memory export` wr
     from kernelwright.memory.export_file import MemoryFileError
 
     with _one_line_errors():
-        store, saved = _open()
+        from kernelwright.agent.settings import load
+
+        directory = load().memory_dir
+        made = not directory.exists()
+        store, saved = _open(write=True)
         try:
             added = store.import_jsonl(file)
         except MemoryFileError as exc:
+            if made:  # nothing was imported: leave no memory behind either
+                shutil.rmtree(directory, ignore_errors=True)
             raise KernelwrightError(f"import {exc}") from None
         try:
             learned = saved.learn_episodes(added)

@@ -572,3 +572,18 @@ def test_prune_asks_first(settings_env: Path, monkeypatch: pytest.MonkeyPatch) -
     agreed = runner.invoke(memory_app, ["prune", "--run", "rowsum-1"], input="y\n")
     assert agreed.exit_code == 0 and "deleted 3 stored attempts" in agreed.stdout
     assert store.count() == 4
+
+
+def test_reading_or_failing_commands_leave_no_memory_behind(settings_env: Path) -> None:
+    """On a fresh machine, stats, search, export and a refused import make no memory
+    directory: they see an empty memory."""
+    runner = CliRunner()
+    assert runner.invoke(app, ["memory", "stats", "--json"]).exit_code == 0
+    assert runner.invoke(app, ["memory", "search", "float4 loads"]).exit_code == 0
+    out = settings_env.parent / "out.jsonl"
+    settings_env.parent.mkdir(parents=True, exist_ok=True)
+    assert runner.invoke(app, ["memory", "export", str(out)]).exit_code == 0
+    bad = settings_env.parent / "bad.jsonl"
+    bad.write_text('{"id": "r:1", "document": "x", "metadata": {"speedup": "fast"}}\n')
+    assert runner.invoke(app, ["memory", "import", str(bad)]).exit_code == 2
+    assert not settings_env.exists()
