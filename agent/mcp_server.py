@@ -4,8 +4,9 @@ HTTP. Bad input comes back as a tool error a person can read; the server goes on
 
 from __future__ import annotations
 
+import inspect
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -16,6 +17,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from kernelwright.agent import __version__, doors
@@ -50,12 +52,47 @@ def readable() -> Iterator[None]:
         raise ToolError(str(exc)) from None
 
 
+TaskArg = Annotated[
+    str,
+    Field(
+        description="A task on this machine: a directory, name.toml, name.cu, or a KernelBench "
+        "problem's .py"
+    ),
+]
+CandidateArg = Annotated[
+    str | None,
+    Field(
+        description="CUDA source text, or the path of a .cu (a .toml holding [launch] beside it "
+        "sets its launch); leave it out to check the task's own kernel against itself"
+    ),
+]
+QueryArg = Annotated[
+    str, Field(description="CUDA source (works best) or words, e.g. 'float4 loads in a reduction'")
+]
+
+
+def tool(server: MCPServer, *, read_only: bool) -> Callable[[Any], Any]:
+    """server.tool with the docstring dedented as the description, and what the tool touches:
+    nothing outside this machine; the read-only ones write nothing of the user's."""
+
+    def register(fn: Any) -> Any:
+        hints = ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=False,
+            idempotent_hint=read_only,
+            open_world_hint=False,
+        )
+        return server.tool(description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)(fn)
+
+    return register
+
+
 def build(machine: doors.Machine) -> MCPServer:
     """The server with its tools, working on `machine` (tests hand in stand-ins there)."""
     server: MCPServer = MCPServer("kernelwright", version=__version__, instructions=INSTRUCTIONS)
     gpu = threading.Lock()  # one job on the GPU at a time: timings must not share it
 
-    @server.tool()
+    @tool(server, read_only=True)
     def doctor() -> dict[str, Any]:
         """Check this machine: GPU, CuPy, NVRTC, nvcc, Nsight Compute, Ollama and its model,
         the memory directory. Each check says ok or not, what was found, and the fix."""
@@ -67,8 +104,8 @@ def build(machine: doors.Machine) -> MCPServer:
             "checks": [asdict(c) for c in checks],
         }
 
-    @server.tool()
-    def profile_kernel(task: str) -> dict[str, Any]:
+    @tool(server, read_only=True)
+    def profile_kernel(task: TaskArg) -> dict[str, Any]:
         """Time a task's own kernel and profile it with Nsight Compute: median time with its
         spread, position against the roofline, registers and shared memory, and the
         bottleneck (memory-, compute- or latency-bound) where counters can be read."""
@@ -84,8 +121,8 @@ def build(machine: doors.Machine) -> MCPServer:
             "profile": measured.profile.model_dump(mode="json"),
         }
 
-    @server.tool()
-    def check_kernel(task: str, candidate: str | None = None) -> dict[str, Any]:
+    @tool(server, read_only=True)
+    def check_kernel(task: TaskArg, candidate: CandidateArg = None) -> dict[str, Any]:
         """Verify a candidate against a task's original kernel (several sizes, one held out,
         every output element) and time both. `candidate` is CUDA source text or a path to a
         .cu (with an optional .toml holding [launch] beside it); without it, the task's own
@@ -96,9 +133,9 @@ def build(machine: doors.Machine) -> MCPServer:
             report = doors.check(machine, loaded, cand)
         return check_answer(report)
 
-    @server.tool()
+    @tool(server, read_only=False)
     async def optimize_kernel(
-        task: str,
+        task: TaskArg,
         ctx: Context,
         budget: Annotated[int, Field(ge=1, le=200, description="candidates to try at most")] = 5,
     ) -> dict[str, Any]:
@@ -159,9 +196,9 @@ def build(machine: doors.Machine) -> MCPServer:
             "report": outcome.summary,
         }
 
-    @server.tool()
+    @tool(server, read_only=True)
     def search_memory(
-        query: str, n: Annotated[int, Field(ge=1, le=50, description="results at most")] = 5
+        query: QueryArg, n: Annotated[int, Field(ge=1, le=50, description="results at most")] = 5
     ) -> dict[str, Any]:
         """Past attempts from kernelwright's memory nearest to `query` (CUDA source works
         best; words work too): their techniques, verdicts, speedups, GPU and source."""

@@ -110,6 +110,13 @@ def test_in_process_the_tools_are_listed_with_their_arguments(machine: doors.Mac
         budget = tools["optimize_kernel"].input_schema["properties"]["budget"]
         assert budget["minimum"] == 1 and budget["default"] == 5
         assert "ctx" not in tools["optimize_kernel"].input_schema["properties"]
+        for t in tools.values():  # every argument says what it takes; descriptions dedented
+            for name, prop in t.input_schema["properties"].items():
+                assert prop.get("description"), (t.name, name)
+            assert t.description and "\n    " not in t.description, t.name
+            hints = t.annotations
+            assert hints is not None and hints.open_world_hint is False
+            assert hints.read_only_hint == (t.name != "optimize_kernel"), t.name
 
     run_client(mcp_server.build(machine), session)
 
