@@ -51,12 +51,13 @@ def mcp(
     test_stand_ins: StandIns = None,
 ) -> None:
     """Serve kernelwright's tools to an IDE's assistant over MCP (stdio by default)."""
-    from .mcp_server import parse_address, serve
+    from .mcp_server import address_free, parse_address, serve
 
     address = None
     if http is not None:
         try:
             address = parse_address(http)
+            address_free(*address)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from None
     settings = load(model=model)

@@ -4,7 +4,9 @@ HTTP. Bad input comes back as a tool error a person can read; the server goes on
 
 from __future__ import annotations
 
+import errno
 import inspect
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -262,3 +264,20 @@ def parse_address(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"{text!r} is not HOST:PORT (for example 127.0.0.1:8765)")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def address_free(host: str, port: int) -> None:
+    """ValueError in one line when HOST:PORT cannot be served: taken by another server, or not
+    an address of this machine (the HTTP server would fail only after saying it started)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ValueError(f"{host}:{port}: {exc.strerror or exc}") from None
+    family, kind, proto, _, sockaddr = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            probe.bind(sockaddr)
+        except OSError as exc:
+            why = "in use (another server is there?)" if exc.errno == errno.EADDRINUSE else exc
+            raise ValueError(f"{host}:{port}: {why}") from None

@@ -323,3 +323,27 @@ def test_stand_ins_file_names_what_stands_in(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "prompts.jsonl").read_text()) == [
         {"role": "user", "content": "q"}
     ]
+
+
+def test_a_busy_port_is_a_usage_error_before_anything_starts(tmp_path: Path) -> None:
+    import socket
+
+    from kernelwright.agent.mcp_server import address_free
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(ValueError, match="in use"):
+            address_free("127.0.0.1", port)
+        if KW is not None:
+            proc = subprocess.run(
+                [KW, "mcp", "--http", f"127.0.0.1:{port}"],
+                env=door_env(tmp_path),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr
+            assert "in use" in " ".join(proc.stderr.split())
+    address_free("127.0.0.1", free_port())  # a free one passes
