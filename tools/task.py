@@ -58,6 +58,9 @@ def load_task(path: str | Path) -> Task:
 
 def load_candidate(task: Task, path: str | Path) -> Candidate:
     p = Path(path)
+    if p.is_dir():
+        want = ".cu file" if isinstance(task, CudaTask) else ".py file with ModelNew"
+        raise TaskError(p, "", f"is a directory: a candidate is one {want}")
     if not p.is_file():
         raise TaskError(p, "", "candidate not found")
     if isinstance(task, CudaTask):

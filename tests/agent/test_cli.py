@@ -192,3 +192,12 @@ def test_doctor_piped_keeps_one_line_per_check(monkeypatch: pytest.MonkeyPatch) 
     result = CliRunner().invoke(app, ["doctor"])
     lines = [line for line in result.output.splitlines() if "Ollama " in line[:12]]
     assert len(lines) == 1 and "not reachable" in lines[0] and "fix: start it" in lines[0]
+
+
+def test_a_candidate_that_is_a_directory_says_so(tmp_path: Path) -> None:
+    from kernelwright.tools.errors import TaskError
+    from kernelwright.tools.task import load_candidate, load_task
+
+    task = load_task(EXAMPLES / "softmax")
+    with pytest.raises(TaskError, match=r"is a directory: a candidate is one \.cu file"):
+        load_candidate(task, tmp_path)
