@@ -66,13 +66,18 @@ def _root(
 
 
 @app.command()
-def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    model: Annotated[
+        str | None, typer.Option(help="The Ollama model to look for (default: the setting).")
+    ] = None,
+) -> None:
     """Check the GPU, driver, compilers, Nsight Compute, Ollama and the memory directory."""
     from .doctor import as_json as doctor_json
     from .doctor import run_checks
 
     with err.status("checking the machine..."):
-        checks = run_checks(load())
+        checks = run_checks(load(model=model))
     ok = all(c.ok for c in checks if c.required)
     if as_json:
         print(doctor_json(checks))

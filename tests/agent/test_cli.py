@@ -201,3 +201,14 @@ def test_a_candidate_that_is_a_directory_says_so(tmp_path: Path) -> None:
     task = load_task(EXAMPLES / "softmax")
     with pytest.raises(TaskError, match=r"is a directory: a candidate is one \.cu file"):
         load_candidate(task, tmp_path)
+
+
+def test_doctor_looks_for_the_model_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from kernelwright.agent.cli import app
+
+    monkeypatch.setenv("KERNELWRIGHT_OLLAMA_BASE_URL", "http://127.0.0.1:9")
+    result = CliRunner().invoke(app, ["doctor", "--json", "--model", "deepseek-coder-v2:16b"])
+    checks = {c["name"]: c for c in json.loads(result.output)["checks"]}
+    assert checks["model"]["detail"].startswith("deepseek-coder-v2:16b")
