@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -247,19 +246,14 @@ def import_(file: Annotated[Path, typer.Argument(help="A file `memory export` wr
 
     Every record is checked first (types, finite numbers, the fields every version writes):
     one bad record and nothing is imported."""
-    from kernelwright.memory.export_file import MemoryFileError
+    from kernelwright.memory.export_file import MemoryFileError, read_export
 
     with _one_line_errors():
-        from kernelwright.agent.settings import load
-
-        directory = load().memory_dir
-        made = not directory.exists()
-        store, saved = _open(write=True)
-        try:
+        try:  # every record checked before a store is even opened: a refused file makes none
+            read_export(file)
+            store, saved = _open(write=True)
             added = store.import_jsonl(file)
         except MemoryFileError as exc:
-            if made:  # nothing was imported: leave no memory behind either
-                shutil.rmtree(directory, ignore_errors=True)
             raise KernelwrightError(f"import {exc}") from None
         try:
             learned = saved.learn_episodes(added)

@@ -170,7 +170,7 @@ def test_a_spare_touches_no_gpu_until_let_on() -> None:
     """The real worker, started as a spare, does its host work and then waits: no CUDA call
     (on a machine without a GPU it would fail at once and say so) until `go`; then it warms up
     and says "warm" (with a GPU) or fails on CUDA (without one)."""
-    import select
+    import selectors
 
     from kernelwright.tools import nvml
     from kernelwright.tools.errors import NoGpuError
@@ -182,7 +182,9 @@ def test_a_spare_touches_no_gpu_until_let_on() -> None:
         has_gpu = False
     with Sandbox("spare").start() as box:
         assert box.proc is not None and box.proc.stdout is not None
-        ready, _, _ = select.select([box.proc.stdout], [], [], 8.0)
+        with selectors.DefaultSelector() as sel:  # not select(): a long test run's fds pass 1024
+            sel.register(box.proc.stdout, selectors.EVENT_READ)
+            ready = sel.select(timeout=8.0)
         assert not ready and box.alive(), box.log_tail()
         box.go()
         if has_gpu:
