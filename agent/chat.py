@@ -403,6 +403,8 @@ def run(machine: doors.Machine, task: Path | None, history: Path) -> None:
         f"kernelwright chat: {escape(who)}. /help lists the commands; Ctrl-C stops a run, "
         "/quit leaves."
     )
+    for note in machine.missing():
+        out.print(f"[yellow]note:[/] {escape(note)}")
     if task is not None:
         session.handle(f"/load {task}")
     try:

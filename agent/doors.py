@@ -63,6 +63,30 @@ class Machine:
             )
         return self._gpu
 
+    def missing(self) -> list[str]:
+        """What this machine lacks for the jobs, said at a session's start (nothing for parts
+        handed in): a GPU, and a reachable Ollama."""
+        notes = []
+        if self._gpu is None:
+            from kernelwright.tools import nvml
+            from kernelwright.tools.errors import NoGpuError
+
+            try:
+                nvml.device_info()
+            except NoGpuError as exc:
+                notes.append(f"no GPU ({exc}): checks, profiles and runs need one")
+        if self._model is None and self.settings.provider == "ollama":
+            import httpx
+
+            base = self.settings.ollama_base_url.rstrip("/")
+            try:
+                httpx.get(f"{base}/api/tags", timeout=1.0).raise_for_status()
+            except (httpx.HTTPError, ValueError):
+                notes.append(
+                    f"Ollama not reachable at {base}: questions and runs need it (ollama serve)"
+                )
+        return notes
+
     @property
     def arch(self) -> str:
         self.gpu()

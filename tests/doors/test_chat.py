@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -342,3 +343,20 @@ def test_ollama_down_is_one_line_with_the_fix(tmp_path: Path) -> None:
 )
 def test_words_map_to_jobs(line: str, intent: Intent) -> None:
     assert parse(line) == intent
+
+
+@pytest.mark.skipif(KW is None, reason="the kernelwright script is not installed")
+def test_the_session_says_at_once_what_the_machine_lacks(tmp_path: Path) -> None:
+    """Without stand-ins, a missing GPU or an unreachable Ollama is said at the start, not at
+    the first job that needs it."""
+    from tests.conftest import HAS_GPU
+
+    assert KW is not None
+    proc = subprocess.run(
+        [KW, "chat"], env=door_env(tmp_path), stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "note: Ollama not reachable at http://127.0.0.1:9" in said
+    assert ("note: no GPU" in said) == (not HAS_GPU)
