@@ -80,15 +80,16 @@ def optimize(
     run = RunDir.latest_unfinished(base, task.name) if resume else None
     if resume and run is None:
         raise KernelwrightError(f"no unfinished run of {task.name} to resume in {base}")
+    if gpu is None:  # the GPU first: without one, that is the line to read, not Ollama's
+        from kernelwright.tools import nvml
+
+        arch = arch or nvml.device_info().arch
     if model is None:
         model = make_model(settings)
         model.ensure_ready()
     mem = open_memory(settings, memory)
     own_gpu = gpu is None
     if gpu is None:
-        from kernelwright.tools import nvml
-
-        arch = arch or nvml.device_info().arch
         gpu = local_gpu(settings)
     if run is None:
         run = RunDir.create(
