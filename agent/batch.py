@@ -175,12 +175,24 @@ class BatchState(BaseModel):
     started: str
     tasks: list[TaskState]
     skipped: list[SkippedState] = []
+    # how each task's loop runs, kept so a resume runs as the batch started
+    minutes: float = 60.0
+    plateau: int = 4
+    memory: bool = True
+    backend: str | None = None  # the compile backend; None: the settings'
 
     @classmethod
     def plan(
-        cls, root: Path, found: list[Found], skipped: list[Skipped], budget: int, by: str
+        cls,
+        root: Path,
+        found: list[Found],
+        skipped: list[Skipped],
+        budget: int,
+        by: str,
+        **loop: Any,
     ) -> BatchState:
         return cls(
+            **loop,
             dir=str(root.resolve()),
             budget=budget,
             proposals_by=by,
@@ -263,6 +275,9 @@ def run_batch(
                     task.path,
                     settings,
                     budget=state.budget,
+                    max_seconds=state.minutes * 60,
+                    plateau=state.plateau,
+                    memory=state.memory,
                     resume=unfinished is not None,
                     model=model,
                     gpu=RecordingGpu(gpu, runs / "checks.jsonl"),

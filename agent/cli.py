@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -25,14 +24,9 @@ from .cli_batch import batch
 from .cli_doors import chat, mcp
 from .cli_eval import eval_app
 from .cli_memory import memory_app, progress_line, search_report
+from .options import Backend
 from .privacy import keep_traces_local
 from .settings import load
-
-
-class Backend(StrEnum):
-    nvrtc = "nvrtc"
-    nvcc = "nvcc"
-
 
 app = typer.Typer(
     name="kernelwright",

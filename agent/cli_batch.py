@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kernelwright.agent.options import Backend
 from kernelwright.tools.errors import KernelwrightError
 
 if TYPE_CHECKING:
@@ -44,14 +45,38 @@ def batch(
         str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print batch.json to stdout.")] = False,
+    minutes: Annotated[
+        float, typer.Option(min=0.1, help="Wall time budget per task, in minutes.")
+    ] = 60.0,
+    plateau: Annotated[
+        int, typer.Option(min=1, help="Stop a task after this many candidates without a 2% gain.")
+    ] = 4,
+    no_memory: Annotated[
+        bool, typer.Option("--no-memory", help="Neither read nor write the memory.")
+    ] = False,
+    backend: Annotated[
+        Backend | None, typer.Option(help="Compiler (default: the setting, nvrtc).")
+    ] = None,
 ) -> None:
     """Optimize every task in a folder, one after another, and write a report.
 
     Tasks are name.cu + name.toml pairs and KernelBench .py problems anywhere under DIRECTORY.
     The report in --out: report.html (self-contained, with plots), report.md, batch.json and
     tasks/NAME.json; exit status 1 when a task failed."""
+    loop = {
+        "minutes": minutes,
+        "plateau": plateau,
+        "memory": not no_memory,
+        "backend": backend.value if backend else None,
+    }
     code = run_batch_command(
-        directory, out_dir, budget=budget, resume=resume, model_name=model, as_json=as_json
+        directory,
+        out_dir,
+        budget=budget,
+        resume=resume,
+        model_name=model,
+        as_json=as_json,
+        loop=loop,
     )
     raise typer.Exit(code)
 
@@ -72,6 +97,7 @@ def run_batch_command(
     model: ChatModel | None = None,
     gpu: GpuBackend | None = None,
     device: DeviceInfo | None = None,
+    loop: dict[str, Any] | None = None,
 ) -> int:
     """The command without typer; tests hand in a scripted model, a replay backend and a
     device. Returns the exit code."""
@@ -106,7 +132,8 @@ def run_batch_command(
     if problem := _writable(out_dir):
         return _error(problem)
     try:
-        settings = load(model=model_name)
+        backend = (old.backend if old is not None else (loop or {}).get("backend")) or None
+        settings = load(model=model_name, compile_backend=backend)
         if gpu is None and device is None:
             from kernelwright.tools import nvml
 
@@ -121,13 +148,22 @@ def run_batch_command(
             out_dir.rmdir()  # leave no empty folder behind for a machine part that is missing
         return _error(str(exc))
     if old is None:
-        state = BatchState.plan(directory, found, skipped, budget or DEFAULT_BUDGET, model.name)
+        state = BatchState.plan(
+            directory, found, skipped, budget or DEFAULT_BUDGET, model.name, **(loop or {})
+        )
         state.save(out_dir)
         _print_plan(state)
     else:
         state = old
         if budget is not None and budget != state.budget:
             err.print(f"the batch keeps its budget of {state.budget} candidates per task")
+        if loop and any(getattr(state, k) != v for k, v in loop.items()):
+            err.print(
+                f"the batch keeps how it started: {state.minutes:g} min and a plateau of "
+                f"{state.plateau} per task, memory {'on' if state.memory else 'off'}, "
+                f"compile backend {state.backend or 'from the settings'}",
+                highlight=False,
+            )
         done = sum(t.status in ("done", "failed") for t in state.tasks)
         err.print(f"resuming: {done} of {len(state.tasks)} tasks already finished", highlight=False)
     own_gpu = gpu is None

@@ -3,14 +3,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from kernelwright.agent.settings import Settings
-from kernelwright.tools.verify import VerifyOptions
+
+if TYPE_CHECKING:
+    from kernelwright.tools.verify import VerifyOptions
+
+
+class Backend(StrEnum):
+    """The compile backends a flag may name."""
+
+    nvrtc = "nvrtc"
+    nvcc = "nvcc"
 
 
 def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
     """`overrides`: what a door sets for itself (a loop's `prestart=True`)."""
+    from kernelwright.tools.verify import VerifyOptions
+
     fields: dict[str, Any] = {
         "backend": settings.compile_backend,
         "run_timeout_s": settings.run_timeout_s,

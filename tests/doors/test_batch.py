@@ -404,3 +404,33 @@ def test_a_corrupt_state_file_is_one_line_not_a_traceback(
         assert code == 2 and "is not a batch's state" in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
     assert (out / "batch-state.json").read_bytes() == content  # nothing lost
+
+
+def test_each_task_runs_with_the_batchs_own_limits_and_a_resume_keeps_them(
+    root: Path, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--minutes, --plateau, --no-memory and --backend reach every task's loop, are kept in the
+    batch's state, and a resume runs as the batch started."""
+    from kernelwright.agent import optimize as optimize_mod
+
+    seen: list[dict[str, Any]] = []
+    real = optimize_mod.optimize
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimize_mod, "optimize", spy)
+    out = tmp_path / "out"
+    loop = {"minutes": 2.5, "plateau": 2, "memory": False, "backend": "nvcc"}
+    code = run_batch_command(
+        root, out, budget=2, model=ScriptedLLM(script(root)), gpu=replay(root), loop=loop
+    )
+    assert code in (0, 1) and seen
+    assert all(k["max_seconds"] == 150 and k["plateau"] == 2 and k["memory"] is False for k in seen)
+    state = json.loads((out / "batch-state.json").read_text())
+    assert {k: state[k] for k in loop} == loop
+    capsys.readouterr()
+    other = {"minutes": 9.0, "plateau": 7, "memory": True, "backend": None}
+    run_batch_command(root, out, resume=True, model=ScriptedLLM(), gpu=ReplayGpu(), loop=other)
+    assert "the batch keeps how it started: 2.5 min and a plateau of 2" in capsys.readouterr().err
