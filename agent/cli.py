@@ -24,7 +24,7 @@ from .cli_batch import batch
 from .cli_doors import chat, mcp
 from .cli_eval import eval_app
 from .cli_memory import memory_app, progress_line, search_report
-from .options import Backend
+from .options import Backend, Minutes, NoMemory, Plateau
 from .privacy import keep_traces_local
 from .settings import load
 
@@ -169,17 +169,13 @@ def optimize(
         str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
     ] = None,
     budget: Annotated[int, typer.Option(min=1, help="Candidates to try at most.")] = 10,
-    minutes: Annotated[float, typer.Option(min=0.1, help="Wall time budget in minutes.")] = 60.0,
-    plateau: Annotated[
-        int, typer.Option(min=1, help="Stop after this many candidates without a 2% gain.")
-    ] = 4,
+    minutes: Minutes = 60.0,
+    plateau: Plateau = 4,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the unfinished run of TASK.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    no_memory: Annotated[
-        bool, typer.Option("--no-memory", help="Neither read nor write the memory.")
-    ] = False,
+    no_memory: NoMemory = False,
 ) -> None:
     """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau."""
     from kernelwright.agent.optimize import optimize as run_loop

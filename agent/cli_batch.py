@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kernelwright.agent.options import Backend
+from kernelwright.agent.options import Backend, Minutes, NoMemory, Plateau
 from kernelwright.tools.errors import KernelwrightError
 
 if TYPE_CHECKING:
@@ -45,15 +45,9 @@ def batch(
         str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print batch.json to stdout.")] = False,
-    minutes: Annotated[
-        float, typer.Option(min=0.1, help="Wall time budget per task, in minutes.")
-    ] = 60.0,
-    plateau: Annotated[
-        int, typer.Option(min=1, help="Stop a task after this many candidates without a 2% gain.")
-    ] = 4,
-    no_memory: Annotated[
-        bool, typer.Option("--no-memory", help="Neither read nor write the memory.")
-    ] = False,
+    minutes: Minutes = 60.0,
+    plateau: Plateau = 4,
+    no_memory: NoMemory = False,
     backend: Annotated[
         Backend | None, typer.Option(help="Compiler (default: the setting, nvrtc).")
     ] = None,

@@ -250,9 +250,9 @@ def import_(file: Annotated[Path, typer.Argument(help="A file `memory export` wr
 
     with _one_line_errors():
         try:  # every record checked before a store is even opened: a refused file makes none
-            read_export(file)
+            rows = read_export(file)
             store, saved = _open(write=True)
-            added = store.import_jsonl(file)
+            added = store.import_rows(rows, str(file))
         except MemoryFileError as exc:
             raise KernelwrightError(f"import {exc}") from None
         try:

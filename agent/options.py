@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from kernelwright.agent.settings import Settings
 
@@ -17,6 +19,14 @@ class Backend(StrEnum):
 
     nvrtc = "nvrtc"
     nvcc = "nvcc"
+
+
+# The loop's flags, the same on `optimize` and `batch` (there, per task).
+Minutes = Annotated[float, typer.Option(min=0.1, help="Wall time budget in minutes (per task).")]
+Plateau = Annotated[
+    int, typer.Option(min=1, help="Stop after this many candidates without a 2% gain.")
+]
+NoMemory = Annotated[bool, typer.Option("--no-memory", help="Neither read nor write the memory.")]
 
 
 def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:

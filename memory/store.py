@@ -361,7 +361,10 @@ class ChromaStore:
         """Add the records of an export that this store lacks (by id); returns those added.
         All or nothing: MemoryFileError, naming the first bad record, before anything is
         written; StoreUnavailable, with what was written taken back, if a write fails."""
-        rows = read_export(Path(path))
+        return self.import_rows(read_export(Path(path)), str(path))
+
+    def import_rows(self, rows: list[dict[str, Any]], where: str) -> list[Episode]:
+        """import_jsonl for the records read_export already checked in file `where`."""
         have: set[str] = set()
         for i in range(0, len(rows), self.batch):
             chunk = [r["id"] for r in rows[i : i + self.batch]]
@@ -385,7 +388,7 @@ class ChromaStore:
         except (ValueError, TypeError, RuntimeError, OSError) as exc:
             self.delete(written)
             text = " ".join(str(exc).split())
-            raise StoreUnavailable(f"{path}: nothing imported: {text}") from None
+            raise StoreUnavailable(f"{where}: nothing imported: {text}") from None
         except BaseException:
             self.delete(written)
             raise

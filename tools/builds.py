@@ -70,6 +70,13 @@ class BuildCache:
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
+    def find(
+        self, source: str, entry: str, arch: str, backend: str
+    ) -> tuple[str | None, tuple[CompileResult, bytes] | None]:
+        """The key for this build (None: not cacheable here) and the cached build, if any."""
+        key = self.key(source, entry, arch, backend)
+        return key, self.get(key) if key else None
+
     def get(self, key: str) -> tuple[CompileResult, bytes] | None:
         """The cached build, or None (missing, or its cubin not what was written)."""
         meta_path, cubin_path = self._paths(key)

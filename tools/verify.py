@@ -167,8 +167,8 @@ class Verifier:
                 compiler, build_key, built = None, None, None
                 if cuda:
                     source, entry = candidate.source, task.entry  # type: ignore[union-attr]
-                    build_key = self.builds.key(source, entry, self._arch(), self.options.backend)
-                    built = self.builds.get(build_key) if build_key else None
+                    arch, backend = self._arch(), self.options.backend
+                    build_key, built = self.builds.find(source, entry, arch, backend)
                 if cuda and built is None:
                     compiler = stack.enter_context(self.pool.take("compile", "compile"))
                     compiler.send(

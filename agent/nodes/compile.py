@@ -55,8 +55,8 @@ def _build(ctx: LoopContext, source: str, entry: str) -> CompileResult:
     """The compile worker's build, kept in the build cache the verifier reads (same source,
     arch and compiler: the check does not build it again)."""
     builds = ctx.builds
-    key = builds.key(source, entry, ctx.arch, ctx.compile_backend) if builds else None
-    if builds and key and (hit := builds.get(key)):
+    key, hit = builds.find(source, entry, ctx.arch, ctx.compile_backend) if builds else (None, None)
+    if hit:
         return hit[0]
     result, cubin = compile_in_sandbox(source, entry, ctx.arch, ctx.compile_backend)
     if builds and key and cubin:
