@@ -15,10 +15,12 @@ else as it ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from .sandbox import Sandbox
@@ -33,6 +35,65 @@ def timing_cpus() -> set[int]:
     """The two CPUs both timed workers run on (none pinned on a machine of fewer than 4)."""
     cpus = sorted(os.sched_getaffinity(0))
     return set(cpus[-2:]) if len(cpus) >= 4 else set()
+
+
+@contextlib.contextmanager
+def controller_off(cpus: set[int]) -> Iterator[None]:
+    """While timed rounds run, every thread of this process (the controller, which polls for
+    replies without sleeping) runs off the timed workers' CPUs and their cores, and back where
+    it was after: a timed worker never shares its CPU, or its core, with the controller, which
+    the scheduler could put beside one worker and not the other."""
+    if not cpus:
+        yield
+        return
+    saved = {}
+    for tid in _threads():
+        with contextlib.suppress(OSError):
+            saved[tid] = os.sched_getaffinity(tid)
+    others = other_cpus(cpus)
+    try:
+        if others:
+            for tid in saved:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(tid, others)
+        yield
+    finally:
+        for tid, mask in saved.items():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, mask)
+
+
+def other_cpus(cpus: set[int]) -> set[int]:
+    """This process's CPUs off `cpus` and off the cores they are on (if that leaves none, only
+    off `cpus`): where spares and the controller run while workers are timed."""
+    mine = set(os.sched_getaffinity(0)) - cpus
+    return (mine - _siblings(cpus)) or mine
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
+def _siblings(cpus: set[int]) -> set[int]:
+    """The hyperthreads that share a core with any of `cpus` (from sysfs; none known: none)."""
+    out: set[int] = set()
+    for cpu in cpus:
+        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        with contextlib.suppress(OSError, ValueError):
+            out |= _cpu_list(path.read_text())
+    return out
+
+
+def _cpu_list(text: str) -> set[int]:
+    """CPUs from a sysfs list such as "3,11" or "0-3"."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 class Pool:
@@ -87,7 +148,7 @@ class Pool:
     def prestart(self, task_kind: str, early: bool = False) -> None:
         """Spares for a check of this kind ("cuda" or "kernelbench"); `early`: as a check
         starts, only where there are CPUs to spare beside the timing's."""
-        others = set(os.sched_getaffinity(0)) - self.pin if self.pin else set()
+        others = other_cpus(self.pin) if self.pin else set()
         if early and not others:
             return
         for kind, count in WANTED[task_kind].items():

@@ -76,14 +76,15 @@ class TimingResult(Result):
     candidate: KernelTiming
     speedup: float  # median of per-round ratios reference / candidate, on the same inputs
     speedup_iqr: float
-    rounds: int
-    input_sets: int  # distinct inputs timed: every round's are fresh
+    rounds: int  # timed calls on each side
+    input_sets: int  # distinct inputs timed: every call's are fresh
+    calls_per_round: int = 1  # KernelBench: timed calls a round, each on its own input set
     l2_flush_bytes: int
     floor_ms: float | None = None  # roofline: least possible time at the bench size
     # per call, how much longer the candidate's worker kept the controller waiting than its
     # samples explain, beyond the reference's worker (verdicts.py)
     unexplained_us: float | None = None
-    # per round, how much longer the candidate's worker took to make the same inputs
+    # per round, how much longer the candidate's worker took to make the same input sets
     prepare_us: float | None = None
     charged_us: float = 0.0  # added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None

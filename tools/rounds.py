@@ -82,23 +82,34 @@ class TorchRounds:
 
     def __init__(self, runner: Any, model: Any, clock: Any) -> None:
         self.runner, self.model, self.clock = runner, model, clock
-        self._inputs: Any = None
+        self._inputs: list[Any] = []
+        self.input_bytes = 0
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
-        self.prepare(seed)
-        return self.call(signs)
+        self.prepare([seed])
+        return self.call([signs])[0]
 
-    def prepare(self, seed: int) -> None:
-        """A round's first phase, timed by the controller on its own: fresh inputs made, L2
-        flushed, the GPU idle. The call comes in the next message."""
-        self._inputs = self.runner.fresh_inputs(seed)
+    def prepare(self, seeds: list[int]) -> None:
+        """A round's first phase, timed by the controller on its own: an input set made fresh
+        for each seed, L2 flushed, the GPU idle. The calls come in the next message."""
+        self._inputs = [self.runner.fresh_inputs(seed) for seed in seeds]
+        self.input_bytes = _nbytes(self._inputs[0]) if self._inputs else 0
         self.clock.ready()
 
-    def call(self, signs: tuple[int, int]) -> dict[str, Any]:
-        """The round's timed call on the prepared inputs, and its outputs' sketches."""
+    def call(self, signs: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        """The round's timed calls, one on each prepared input set in turn (L2 flushed and the
+        GPU idle before each), and their outputs' sketches."""
+        sets, self._inputs = self._inputs, []
+        replies = []
+        for i, (inputs, pair) in enumerate(zip(sets, signs, strict=True)):
+            if i:
+                self.clock.ready()
+            replies.append(self._one(inputs, pair))
+        return replies
+
+    def _one(self, inputs: list[Any], signs: tuple[int, int]) -> dict[str, Any]:
         import torch
 
-        inputs, self._inputs = self._inputs, None
         held: list[Any] = []
         model = self.model
         with torch.no_grad():
@@ -139,15 +150,22 @@ _SKETCHED = {
 }
 
 
-def warm_up(rounds: Any, calls: int, seconds: float) -> None:
+def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     """Rounds whose results are dropped: at least `calls`, and `seconds` (the GPU's clocks rise,
-    lazy compilation happens) before the first that counts."""
+    lazy compilation happens) before the first that counts. Returns what the last few took
+    (the controller sizes two-phase rounds by the reference's: timed ms, input set bytes)."""
+    import statistics
     import time
 
-    start, i = time.perf_counter(), 0
+    start, i, times = time.perf_counter(), 0, []
     while i < calls or time.perf_counter() - start < seconds:
-        rounds.round(random.getrandbits(31), (1, 2))
+        times.append(float(rounds.round(random.getrandbits(31), (1, 2))["ms"]))
         i += 1
+    return {"ms": statistics.median(times[-8:]), "input_bytes": getattr(rounds, "input_bytes", 0)}
+
+
+def _nbytes(inputs: list[Any]) -> int:
+    return sum(int(x.numel() * x.element_size()) for x in inputs if hasattr(x, "element_size"))
 
 
 def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:
@@ -160,3 +178,16 @@ def signs_of(entry: Any) -> tuple[int, int]:
     """A call's sign seeds (two phases: sent only with the call, after the inputs are made)."""
     s0, s1 = (int(v) for v in entry)
     return s0, s1
+
+
+def seeds_list(entry: Any) -> list[int]:
+    """A two-phase round's input seeds, one per call (1 to 64), validated."""
+    seeds = [int(v) for v in entry]
+    if not 1 <= len(seeds) <= 64:
+        raise ValueError(f"{len(seeds)} input seeds in a round")
+    return seeds
+
+
+def signs_list(entry: Any) -> list[tuple[int, int]]:
+    """A two-phase round's sign seeds, a pair per call."""
+    return [signs_of(pair) for pair in entry]

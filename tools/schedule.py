@@ -43,6 +43,7 @@ class Rounds:
     ref_prepare_ms: list[float] = field(default_factory=list)
     cand_prepare_ms: list[float] = field(default_factory=list)
     wall_ms: float = 0.0
+    calls: int = 1  # timed calls a round (two phases: each on its own input set)
 
     def ms(self, side: str) -> list[float]:
         return [float(r["ms"]) for r in (self.ref if side == "ref" else self.cand)]
@@ -67,6 +68,27 @@ class Budget:
     two_phase: bool = False
 
 
+# Two phases: a round makes several input sets and times one call on each, so that what the
+# controller's clock cannot tell apart from honest noise (per round) is spread over the calls.
+ROUND_MS = 2.0  # a round's calls add up to about this much of the reference's time
+MAX_CALLS = 16
+ROUND_INPUT_BYTES = 256 << 20  # and its input sets to no more than this
+
+
+def calls_per_round(ref_call_ms: Any, input_bytes: Any) -> int:
+    """How many timed calls a two-phase round holds, from the reference's warm-up (pure): as
+    many as fit ROUND_MS of the reference's time and ROUND_INPUT_BYTES of inputs, 1 to
+    MAX_CALLS."""
+    try:
+        ms, size = float(ref_call_ms), max(1, int(input_bytes))
+    except (TypeError, ValueError):
+        return 1
+    if not ms > 0:
+        return 1
+    k = min(MAX_CALLS, max(1, int(ROUND_MS / ms)))
+    return max(1, min(k, ROUND_INPUT_BYTES // size))
+
+
 def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     result = header.get("result")
     if (
@@ -76,6 +98,14 @@ def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     ):
         raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
     return result
+
+
+def _replies(header: dict[str, Any], who: str, calls: int) -> list[dict[str, Any]]:
+    """A two-phase round's replies, one per call, each as _reply checks it."""
+    results = header.get("results")
+    if header.get("type") != "round" or not isinstance(results, list) or len(results) != calls:
+        raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
+    return [_reply({"type": "round", "result": r}, who) for r in results]
 
 
 def _us(value: Any) -> float:
@@ -95,6 +125,8 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
         header, _ = box.receive(budget.warmup_timeout_s, f"warming up the {who}", Expect(sizes=()))
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
+        if box is ref and budget.two_phase:  # the reference's word only: its worker is ours
+            out.calls = calls_per_round(header.get("ms"), header.get("input_bytes"))
     for box in (ref, cand):
         box.spin(0.005)
     try:
@@ -109,8 +141,11 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
 def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
     seeds, pairs = RoundSeeds(), 0
     timed_from = time.perf_counter()
+    k = out.calls
+    per_batch = max(2, -(-budget.batch // k)) if k > 1 else budget.batch
     while True:
-        chunk = seeds.take(budget.batch)
+        drawn = seeds.take(per_batch * k)
+        chunk = [drawn[i : i + k] for i in range(0, len(drawn), k)]
         walls: dict[str, list[tuple[float, float]]] = {}
         for side in ("ref", "cand") if pairs % 2 == 0 else ("cand", "ref"):
             box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
@@ -118,25 +153,27 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
                 cand.pause()
             try:
                 walls[side] = []
-                for i, entry in enumerate(chunk):  # one round a message: no worker knows the next
+                for i, group in enumerate(chunk):  # one round a message: no worker knows the next
                     phase = f"timing the {who}"
-                    if budget.two_phase:  # inputs first, then the call: each on the clock
+                    if budget.two_phase:  # inputs first, then the calls: each phase on the clock
                         t0 = time.perf_counter()
-                        box.send({"cmd": "prepare", "seed": entry[0], "probe": i == 0})
-                        first, _ = box.receive(budget.round_timeout_s, phase, Expect(sizes=()))
+                        input_seeds = [e[0] for e in group]
+                        box.send({"cmd": "prepare", "seeds": input_seeds, "probe": i == 0})
+                        first, _ = box.receive(budget.round_timeout_s * k, phase, Expect(sizes=()))
                         if first.get("type") != "ready":
                             raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
                         prepared = (time.perf_counter() - t0) * 1e3
                         t0 = time.perf_counter()
-                        box.send({"cmd": "call", "signs": list(entry[1:])})
+                        box.send({"cmd": "call", "signs": [list(e[1:]) for e in group]})
                     else:
                         t0, prepared = time.perf_counter(), 0.0
-                        box.send({"cmd": "round", "round": entry, "probe": i == 0})
-                    header, _ = box.receive(budget.round_timeout_s, phase, Expect(sizes=()))
+                        box.send({"cmd": "round", "round": group[0], "probe": i == 0})
+                    header, _ = box.receive(budget.round_timeout_s * k, phase, Expect(sizes=()))
                     wall = (time.perf_counter() - t0) * 1e3
-                    reply = _reply(header, who)
-                    (out.ref if side == "ref" else out.cand).append(reply)
-                    walls[side].append((wall, float(reply["ms"])))
+                    two = budget.two_phase
+                    replies = _replies(header, who, k) if two else [_reply(header, who)]
+                    (out.ref if side == "ref" else out.cand).extend(replies)
+                    walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
                     (out.ref_prepare_ms if side == "ref" else out.cand_prepare_ms).append(prepared)
                     if i == 0:
                         if budget.two_phase:
@@ -150,7 +187,7 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
                 if side == "ref":
                     cand.resume()
         for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):
-            out.walls.append((cw, cs, rw, rs, 1))
+            out.walls.append((cw, cs, rw, rs, k))
         pairs += 1
         n = len(out.ref)
         spent = time.perf_counter() - timed_from

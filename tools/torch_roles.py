@@ -82,10 +82,14 @@ class _Timed:
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         return self.rounds.round(seed, signs)
 
-    def prepare(self, seed: int) -> None:
-        self.rounds.prepare(seed)
+    @property
+    def input_bytes(self) -> int:
+        return self.rounds.input_bytes
 
-    def call(self, signs: tuple[int, int]) -> dict[str, Any]:
+    def prepare(self, seeds: list[int]) -> None:
+        self.rounds.prepare(seeds)
+
+    def call(self, signs: list[tuple[int, int]]) -> list[dict[str, Any]]:
         return self.rounds.call(signs)
 
 

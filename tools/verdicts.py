@@ -6,12 +6,14 @@ only as far as the controller's clock bears them out. Per round, the candidate's
 keep the controller waiting longer than its samples explain, beyond what the reference's worker
 took for the same harness work: that is time spent where its samples do not look (work left
 outside its timed window, or samples forged). A round has two phases, each on the
-controller's clock: the inputs are made (the problem's own Python; honest workers differ by up
-to ALLOW_US), then the call is asked for and answered with its samples and sketches (they
-differ by up to ALLOW_CALL_US). What exceeds those is charged to the candidate's time; more than
-its whole measured time, and the timing is refused as implausible. A CUDA
-task's candidate has no host code: its worker's samples are the harness's own, and the figure
-is reported, not charged.
+controller's clock: its input sets are made (the problem's own Python), then its calls are
+asked for, one on each set, and answered with their samples and sketches. Honest workers'
+phases differ by a few tens of microseconds a round, whatever its calls take, so a round holds
+as many calls as fit about 2 ms of the reference's time (schedule.py): what is allowed for
+noise is spread over them (allowances_us). What exceeds it is charged to the candidate's time;
+more than its whole measured time, and the timing is refused as implausible. A CUDA task's
+candidate has no host code: its worker's samples are the harness's own, and the figure is
+reported, not charged.
 """
 
 from __future__ import annotations
@@ -34,35 +36,51 @@ from .timing import (
     unexplained_us,
 )
 
-ALLOW_US = 60.0  # a round's first phase (making the inputs: the problem's own Python)
-ALLOW_CALL_US = 15.0  # its second: the call, its outputs' sketches and two messages
+# What two honest workers' rounds may differ by on the controller's clock, per round of k calls:
+ALLOW_US = 60.0  # the first phase (making the input sets: the problem's own Python) ...
+ALLOW_SET_US = 10.0  # ... and this for each input set beyond the first
+ALLOW_CALL_US = 15.0  # the second: the calls, their outputs' sketches and two messages ...
+ALLOW_CALL_EACH_US = 4.0  # ... and this for each call beyond the first
 BUSY_US = 500.0  # an empty launch slower than this: another context held the GPU
 
 
-def charge_us(unexplained: float, python: bool, prepare: float = 0.0) -> float:
-    """What a candidate is charged per call beyond its own samples (pure): the call's
-    unexplained time beyond ALLOW_CALL_US, and a slower first phase than the reference's beyond
-    ALLOW_US (work done on inputs before the call was asked for)."""
+def allowances_us(calls: int) -> tuple[float, float]:
+    """(call phase, input phase) allowance per call for rounds of `calls` calls (pure)."""
+    k = max(1, calls)
+    return (
+        (ALLOW_CALL_US + ALLOW_CALL_EACH_US * (k - 1)) / k,
+        (ALLOW_US + ALLOW_SET_US * (k - 1)) / k,
+    )
+
+
+def charge_us(unexplained: float, python: bool, prepare: float = 0.0, calls: int = 1) -> float:
+    """What a candidate is charged per call beyond its own samples (pure): the calls'
+    unexplained time (per call) beyond its allowance, and a slower first phase than the
+    reference's (per round, over its `calls` calls) beyond its own: work done on the inputs
+    before the calls were asked for."""
     if not python:
         return 0.0
-    return max(0.0, unexplained - ALLOW_CALL_US) + max(0.0, prepare - ALLOW_US)
+    call_allow, input_allow = allowances_us(calls)
+    return max(0.0, unexplained - call_allow) + max(0.0, prepare / max(1, calls) - input_allow)
 
 
-def unexplained_problem(charged: float, cand_median_ms: float, python: bool) -> str:
+def unexplained_problem(charged: float, cand_median_ms: float, python: bool, calls: int = 1) -> str:
     if python and charged > cand_median_ms * 1e3:
+        call_allow, input_allow = allowances_us(calls)
         return (
             f"implausible: work escaped the timed region: the candidate's worker kept the "
             f"controller waiting {charged:.0f} us per call longer than its samples explain "
-            f"(beyond the reference's harness and the {ALLOW_CALL_US:.0f} us a call, "
-            f"{ALLOW_US:.0f} us an input set, two honest workers may differ by), more than its "
-            f"own {cand_median_ms * 1e3:.0f} us"
+            f"(beyond the reference's harness and the {call_allow:.0f} us a call, "
+            f"{input_allow:.0f} us an input set, two honest workers may differ by), more than "
+            f"its own {cand_median_ms * 1e3:.0f} us"
         )
     return ""
 
 
 def prepare_excess_us(rounds: Rounds) -> float:
-    """Per round, how much longer the candidate's worker took than the reference's to make the
-    same inputs (two phases; 0 otherwise), the median in us (pure)."""
+    """Per round (of rounds.calls calls), how much longer the candidate's worker took than the
+    reference's to make the same input sets (two phases; 0 otherwise), the median in us
+    (pure)."""
     pairs = [c - r for c, r in zip(rounds.cand_prepare_ms, rounds.ref_prepare_ms, strict=False)]
     return statistics.median(pairs) * 1e3 if pairs else 0.0
 
@@ -99,8 +117,10 @@ def timing(
     unexplained = unexplained_us(rounds.walls)
     prepare = prepare_excess_us(rounds)
     python = isinstance(task, KernelBenchTask)  # candidate code beside its own timing
-    charged = charge_us(unexplained, python, prepare)
-    problems.append(unexplained_problem(charged, summarize(cand_ms).median_ms, python))
+    charged = charge_us(unexplained, python, prepare, rounds.calls)
+    problems.append(
+        unexplained_problem(charged, summarize(cand_ms).median_ms, python, rounds.calls)
+    )
     cand_ms = [ms + charged / 1e3 for ms in cand_ms]  # what the controller's clock bears out
     cand = summarize(cand_ms)
     # The reference's worker waits (up to 2 s) until no other context holds the GPU before
@@ -130,6 +150,7 @@ def timing(
         speedup_iqr=ratio_iqr,
         rounds=len(cand_ms),
         input_sets=len(cand_ms),
+        calls_per_round=rounds.calls,
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,

@@ -28,7 +28,7 @@ from . import fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .errors import NoGpuError
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
-from .pool import Pool, timing_cpus
+from .pool import Pool, controller_off, timing_cpus
 from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Sandbox, WorkerFailure, cap
@@ -269,7 +269,8 @@ class Verifier:
                 budget = self._budget(task)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
-                rounds = schedule.run(ref_box, cand_box, budget, self._pin)
+                with controller_off(self._pin):
+                    rounds = schedule.run(ref_box, cand_box, budget, self._pin)
                 after = nvml.clock_sample()
                 self.pool.release()
                 lap("timing")

@@ -161,27 +161,27 @@ class Worker:
         into whichever batch crosses its threshold."""
         import gc
 
-        from .rounds import seeds_of, signs_of, warm_up
+        from .rounds import seeds_list, seeds_of, signs_list, warm_up
 
         while True:
             cmd = self.command()
             kind = cmd.get("cmd")
             if kind == "warmup":
                 rounds.start(int(cmd.get("model_seed", 0)))
-                warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
+                facts = warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
                 gc.collect()
                 gc.disable()
-                self.send({"type": "warm"})
+                self.send({"type": "warm", **facts})
             elif kind == "round":
                 reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
                 reply["result"] = rounds.round(*seeds_of(cmd["round"]))
                 self.send(reply)
-            elif kind == "prepare":  # two phases (KernelBench): inputs, then the timed call
+            elif kind == "prepare":  # two phases (KernelBench): input sets, then the timed calls
                 ready = {"type": "ready", **self._probe(cmd)}
-                rounds.prepare(int(cmd["seed"]))
+                rounds.prepare(seeds_list(cmd["seeds"]))
                 self.send(ready)
             elif kind == "call":
-                self.send({"type": "round", "result": rounds.call(signs_of(cmd["signs"]))})
+                self.send({"type": "round", "results": rounds.call(signs_list(cmd["signs"]))})
             elif kind == "post" and post is not None:
                 gc.enable()
                 post("post", cmd["trial"])

@@ -166,15 +166,21 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
             cmd = self.pending
             if cmd["cmd"] == "prepare":
-                assert set(cmd) == {"cmd", "seed", "probe"}
-                self.seed = cmd["seed"]
+                assert set(cmd) == {"cmd", "seeds", "probe"}
+                self.seeds = cmd["seeds"]
                 return {"type": "ready", "quiet_us": 10.0, "settled_us": 10.0}, []
             if cmd["cmd"] == "call":
-                self.pending = {"cmd": "round", "round": [self.seed, *cmd["signs"]], "probe": 0}
+                assert len(cmd["signs"]) == len(self.seeds)
+                results = []
+                for seed, signs in zip(self.seeds, cmd["signs"], strict=True):
+                    self.pending = {"cmd": "round", "round": [seed, *signs], "probe": 0}
+                    results.append(super().receive(*args, **kwargs)[0]["result"])
+                return {"type": "round", "results": results}, []
             return super().receive(*args, **kwargs)
 
     ref, cand = TwoPhase("ref", [], 1.0), TwoPhase("cand", [], 0.5)
     out = _run(ref, cand, batch=8, seconds=60.0, two_phase=True)
+    assert out.calls == 1  # the reference said nothing of its calls' time: one a round
     assert ref.rounds_seen == cand.rounds_seen and len(ref.rounds_seen) == 32
     kinds = [h["cmd"] for h in sent if h["cmd"] in ("prepare", "call")]
     assert kinds == ["prepare", "call"] * 64
@@ -189,3 +195,47 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
 
     with pytest.raises(WorkerFailure, match="no valid"):
         _run(TwoPhase("ref", [], 1.0), Silent("cand", [], 0.5), two_phase=True)
+
+    class Fast(TwoPhase):  # a reference whose forward takes 0.25 ms: 8 calls a round
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "warmup":
+                return {"type": "warm", "ms": 0.25, "input_bytes": 1 << 20}, []
+            return super().receive(*args, **kwargs)
+
+    sent.clear()
+    ref, cand = Fast("ref", [], 0.25), TwoPhase("cand", [], 0.1)
+    out = _run(ref, cand, batch=16, seconds=60.0, two_phase=True)
+    assert out.calls == 8 and len(out.ref) == len(out.cand) == 32
+    assert ref.rounds_seen == cand.rounds_seen
+    assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
+    prepares = [h for h in sent if h["cmd"] == "prepare"]
+    assert len(prepares) == 8 and all(len(h["seeds"]) == 8 for h in prepares)
+    assert len(out.ref_prepare_ms) == 4 and all(w[4] == 8 for w in out.walls)
+
+    class Short(TwoPhase):  # a round's reply with fewer results than calls asked for
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            header, arrays = super().receive(*args, **kwargs)
+            if header.get("results"):
+                header["results"] = header["results"][:-1]
+            return header, arrays
+
+    with pytest.raises(WorkerFailure, match="no valid"):
+        _run(Fast("ref", [], 0.25), Short("cand", [], 0.1), two_phase=True)
+
+
+@pytest.mark.parametrize(
+    ("ms", "input_bytes", "calls"),
+    [
+        (0.15, 1 << 19, 13),  # a tiny forward: as many as fit 2 ms
+        (0.01, 1 << 10, schedule.MAX_CALLS),
+        (2.5, 1 << 20, 1),  # today's sizes: one a round, as before
+        (0.1, 100 << 20, 2),  # large inputs: as many sets as fit 256 MiB
+        (0.1, 1 << 30, 1),
+        (None, 1, 1),  # nothing said, or nonsense: one
+        (-1.0, 1, 1),
+        ("x", 1, 1),
+        (float("nan"), 1, 1),
+    ],
+)
+def test_calls_a_round_from_the_references_warm_up(ms: Any, input_bytes: int, calls: int) -> None:
+    assert schedule.calls_per_round(ms, input_bytes) == calls

@@ -82,6 +82,30 @@ def test_work_done_before_the_call_is_charged_too(
     assert (why in problem) if why else problem == ""
 
 
+@pytest.mark.parametrize(
+    ("calls", "slower_ms", "hidden_ms", "charged_us"),
+    [
+        (1, 0.05, 0.01, 0.0),  # one call a round: 60 us and 15 us of noise allowed per call
+        (8, 0.05, 0.004, 0.0),  # eight: 50 us more a round is 6 us a call (16 allowed), 4 (5)
+        (8, 0.4, 0.0, 400 / 8 - (60 + 7 * 10) / 8),  # work on eight input sets: charged
+        (8, 0.0, 0.01, 10 - (15 + 7 * 4) / 8),  # 10 us a call out of its samples: charged
+    ],
+)
+def test_rounds_of_several_calls_spread_the_allowance_over_them(
+    calls: int, slower_ms: float, hidden_ms: float, charged_us: float
+) -> None:
+    """Honest workers' phases differ by about the same per round, whatever its calls take: with
+    several calls a round, what is allowed per call shrinks, and hidden work shows."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    rounds = _rounds(0.1, hidden_ms=hidden_ms)
+    rounds.calls = calls
+    rounds.ref_prepare_ms = [0.2 * calls] * (16 // calls)
+    rounds.cand_prepare_ms = [0.2 * calls + slower_ms] * (16 // calls)
+    timing, problem = verdicts.timing(task, rounds, None, None, None)
+    assert timing.charged_us == pytest.approx(charged_us)
+    assert timing.calls_per_round == calls and problem == ""
+
+
 def test_a_cuda_task_reports_the_figure_without_judging_it() -> None:
     task = load_task(EXAMPLES / "gelu")
     timing, problem = verdicts.timing(task, _rounds(0.5, hidden_ms=0.4), None, None, None)

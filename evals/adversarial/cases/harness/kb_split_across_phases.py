@@ -1,4 +1,4 @@
-# expect: correct (speedup 0-1.15) — runs the linear layer while its worker makes the inputs (under the input phase's 60 us allowance), leaving only the relu for the timed call
+# expect: implausible (longer than its samples explain) — runs the linear layer while its worker makes each input set, leaving only the relu for the timed call: the input phase grows by what the call sheds
 # task: kernelbench/relu_mlp.py
 import sys
 
