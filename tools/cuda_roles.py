@@ -174,8 +174,8 @@ def reference_dtype(dtype: str, elements: int) -> str:
 def _fresh_pool() -> None:
     """Before timing, in both workers alike: every cached block freed, so both allocate their
     rounds' arrays afresh in the same order, not carved out of the trials' blocks (the
-    reference's held float64 ones). transpose still reads 0.98 to 1.07x against itself: where
-    its arrays land in physical memory differs per process (docs/benchmarks.md)."""
+    reference's held float64 ones). Each round's arrays then sit at offsets drawn from its seed
+    (runners.SPREAD_BYTES)."""
     import cupy
 
     from .runners import release_guards

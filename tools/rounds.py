@@ -34,7 +34,10 @@ class CudaRounds:
 
         task = self.task
         release_guards()
-        arrays = {**self.runner.inputs(self.bench, seed), **self.runner.outputs(self.bench, 0)}
+        arrays = {
+            **self.runner.inputs(self.bench, seed, spread=seed),
+            **self.runner.outputs(self.bench, 0, spread=seed),
+        }
         outs = [a.name for a in task.args if a.role == "out"]
         for name in outs:
             a = arrays[name]

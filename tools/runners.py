@@ -56,10 +56,12 @@ def distribution(init: str, dtype: str) -> tuple[int, float, float]:
     return (2, 0.0, 100.0) if dtype.startswith("u") else (2, -100.0, 100.0)
 
 
-def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int, init: str | None = None) -> Any:
+def generate(
+    arg: ArgSpec, shape: tuple[int, ...], seed: int, init: str | None = None, lead: int = 0
+) -> Any:
     """The input for one argument, from a seed: the same bits in every process on this GPU,
     made by a stateless kernel (nothing left in device memory can change them)."""
-    out = guarded(shape, arg.dtype, GUARD_BITS)
+    out = guarded(shape, arg.dtype, GUARD_BITS, lead)
     kind, a, b = distribution(init or arg.init, arg.dtype)
     if out.size:
         kernels.function(kernels.GENERATE[arg.dtype])(
@@ -81,23 +83,37 @@ def generate(arg: ArgSpec, shape: tuple[int, ...], seed: int, init: str | None =
 # bytes): a read just past either end reads NaN, and a write there is seen afterwards.
 GUARD_BYTES = 256
 GUARD_BITS = 0x7FF800017FC07E01
-_guards: dict[int, tuple[Any, int, int]] = {}  # data pointer: (whole buffer, guard size, bits)
+# Timing rounds place each array at an offset drawn from the round's seed (the same in both
+# workers): where a strided kernel's arrays land moves its time (transpose's read 1.19 to 1.25
+# ms over placements on an H100), and a process reusing one placement round after round would
+# carry its luck into every round.
+SPREAD_BYTES = 8 << 20
+_guards: dict[int, tuple[Any, int, int, int]] = {}  # pointer: (buffer, guard size, bits, lead)
 
 
-def guarded(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
-    """An array of `shape` filled with `bits`, inside guard bands filled with them too."""
+def guarded(shape: tuple[int, ...], dtype: str, bits: int, lead: int = 0) -> Any:
+    """An array of `shape` filled with `bits`, inside guard bands filled with them too, `lead`
+    bytes (a multiple of GUARD_BYTES) into its buffer."""
     itemsize = np.dtype(dtype).itemsize
-    n, g = int(np.prod(shape)), GUARD_BYTES // itemsize
-    buf = cupy.empty(n + 2 * g, dtype=dtype)
+    n, g, skip = int(np.prod(shape)), GUARD_BYTES // itemsize, lead // itemsize
+    buf = cupy.empty(skip + n + 2 * g, dtype=dtype)
     bits &= (1 << (8 * itemsize)) - 1
-    buf.view(_UINT[itemsize]).fill(bits)
-    arr = buf[g : g + n].reshape(shape)
-    _guards[arr.data.ptr] = (buf, g, bits)
+    buf[skip:].view(_UINT[itemsize]).fill(bits)
+    arr = buf[skip + g : skip + g + n].reshape(shape)
+    _guards[arr.data.ptr] = (buf, g, bits, skip)
     return arr
 
 
-def poisoned(shape: tuple[int, ...], dtype: str, bits: int) -> Any:
-    return guarded(shape, dtype, bits)
+def poisoned(shape: tuple[int, ...], dtype: str, bits: int, lead: int = 0) -> Any:
+    return guarded(shape, dtype, bits, lead)
+
+
+def leads(spread: int, count: int) -> list[int]:
+    """Offsets for `count` arrays from a round's seed (0 for no spread), GUARD_BYTES apart."""
+    if not spread:
+        return [0] * count
+    rng = np.random.default_rng(spread & _MASK64)
+    return [int(v) * GUARD_BYTES for v in rng.integers(0, SPREAD_BYTES // GUARD_BYTES, count)]
 
 
 def broken_guards(arrays: dict[str, Any]) -> list[str]:
@@ -107,12 +123,12 @@ def broken_guards(arrays: dict[str, Any]) -> list[str]:
         entry = _guards.get(arr.data.ptr)
         if entry is None:
             continue
-        buf, g, bits = entry
+        buf, g, bits, skip = entry
         if g == 0:
             continue
         words = buf.view(_UINT[buf.dtype.itemsize])
         # Two copies of 256 bytes, compared here: no reduction kernels to load for so little.
-        if (words[:g].get() != bits).any() or (words[-g:].get() != bits).any():
+        if (words[skip : skip + g].get() != bits).any() or (words[-g:].get() != bits).any():
             broken.append(name)
     return broken
 
@@ -151,20 +167,27 @@ class CudaRunner:
             self.fn = cupy.RawModule(path=str(path)).get_function(task.entry)
 
     def inputs(
-        self, sizes: dict[str, int], seed: int, inits: dict[str, str] | None = None
+        self,
+        sizes: dict[str, int],
+        seed: int,
+        inits: dict[str, str] | None = None,
+        spread: int = 0,
     ) -> dict[str, Any]:
+        """The task's inputs from `seed`; `spread`: each placed at an offset drawn from it."""
+        lead = leads(spread, len(self.task.args))
         return {
             a.name: generate(
-                a, self.task.shape(a, sizes), seed * 7919 + i, (inits or {}).get(a.name)
+                a, self.task.shape(a, sizes), seed * 7919 + i, (inits or {}).get(a.name), lead[i]
             )
             for i, a in enumerate(self.task.args)
             if a.role in ("in", "inout")
         }
 
-    def outputs(self, sizes: dict[str, int], poison: int) -> dict[str, Any]:
+    def outputs(self, sizes: dict[str, int], poison: int, spread: int = 0) -> dict[str, Any]:
+        lead = leads(spread, len(self.task.args))
         return {
-            a.name: poisoned(self.task.shape(a, sizes), a.dtype, poison)
-            for a in self.task.args
+            a.name: poisoned(self.task.shape(a, sizes), a.dtype, poison, lead[i])
+            for i, a in enumerate(self.task.args)
             if a.role == "out"
         }
 

@@ -1,4 +1,4 @@
-# expect: correct (speedup >= 0.3) — honest: the forward through torch.compile (inductor)
+# expect: correct (speedup >= 0.2) — honest: the forward through torch.compile (inductor); its frame hooks slow all Python in its process, the input making included, and that is charged (0.31x measured on a 0.1 ms forward)
 # task: kernelbench/relu_mlp.py
 import torch
 import torch.nn as nn
