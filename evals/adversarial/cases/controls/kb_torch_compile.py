@@ -1,5 +1,7 @@
-# expect: correct (speedup >= 0.2) — honest: the forward through torch.compile (inductor); its frame hooks slow all Python in its process, the input making included, and that is charged (0.31x measured on a 0.1 ms forward)
+# expect: correct (speedup >= 0.2) — honest: the forward through torch.compile (inductor), whose frame hooks are charged
 # task: kernelbench/relu_mlp.py
+# torch.compile's frame hooks slow all Python in its process, the input making included, and
+# that is charged: 0.31x on a 0.1 ms forward (H100), where it read 0.34 to 0.41 before.
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,4 @@
-# expect: implausible (longer than its samples explain) — runs the linear layer while its worker makes each input set, leaving only the relu for the timed call: the input phase grows by what the call sheds
+# expect: implausible (longer than its samples explain) — runs the linear layer while its worker makes each input set: only the relu is timed
 # task: kernelbench/relu_mlp.py
 import sys
 
