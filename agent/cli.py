@@ -24,7 +24,7 @@ from .cli_batch import batch
 from .cli_doors import chat, mcp
 from .cli_eval import eval_app
 from .cli_memory import memory_app, progress_line, search_report
-from .options import Backend, Minutes, NoMemory, Plateau
+from .options import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
 from .privacy import keep_traces_local
 from .settings import load
 
@@ -111,7 +111,7 @@ def check(
             "--profile/--no-profile", help="Profile with Nsight Compute for the bottleneck."
         ),
     ] = True,
-    backend: Annotated[Backend | None, typer.Option(help="Compiler (default: nvrtc).")] = None,
+    backend: BackendFlag = None,
     sanitize: Annotated[
         bool,
         typer.Option(
@@ -139,12 +139,9 @@ def check(
 
             status.update(f"{loaded.name}: compute-sanitizer (several minutes at most)")
             found = run_sanitizer(loaded, cand, settings.compile_backend)
-            update: dict[str, object] = {"sanitizer": found}
             if not found.available:
                 err.print(f"[yellow]compute-sanitizer did not run: {found.reason}[/]")
-            elif not found.ok:
-                update |= {"verdict": "wrong", "reason": found.reason}
-            report = report.model_copy(update=update)
+            report = report.with_sanitizer(found)
         if profile and report.ok:
             from kernelwright.tools.profile import profile as run_profile
 
@@ -165,9 +162,7 @@ def optimize(
         Path,
         typer.Argument(help="A task: directory, name.toml, name.cu, or a KernelBench .py."),
     ],
-    model: Annotated[
-        str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
-    ] = None,
+    model: ModelFlag = None,
     budget: Annotated[int, typer.Option(min=1, help="Candidates to try at most.")] = 10,
     minutes: Minutes = 60.0,
     plateau: Plateau = 4,

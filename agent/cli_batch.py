@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kernelwright.agent.options import Backend, Minutes, NoMemory, Plateau
+from kernelwright.agent.options import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
 from kernelwright.tools.errors import KernelwrightError
 
 if TYPE_CHECKING:
@@ -41,16 +41,12 @@ def batch(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the interrupted batch in --out.")
     ] = False,
-    model: Annotated[
-        str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")
-    ] = None,
+    model: ModelFlag = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print batch.json to stdout.")] = False,
     minutes: Minutes = 60.0,
     plateau: Plateau = 4,
     no_memory: NoMemory = False,
-    backend: Annotated[
-        Backend | None, typer.Option(help="Compiler (default: the setting, nvrtc).")
-    ] = None,
+    backend: BackendFlag = None,
 ) -> None:
     """Optimize every task in a folder, one after another, and write a report.
 
@@ -162,7 +158,7 @@ def run_batch_command(
         err.print(f"resuming: {done} of {len(state.tasks)} tasks already finished", highlight=False)
     own_gpu = gpu is None
     if gpu is None:
-        from kernelwright.agent.optimize import local_gpu
+        from kernelwright.agent.options import local_gpu
 
         gpu = local_gpu(settings)
     arch = device.arch if device is not None else "sm_90"

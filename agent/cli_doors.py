@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .options import ModelFlag
 from .settings import Settings, load
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ _STAND_INS_HELP = (
 StandIns = Annotated[
     Path | None, typer.Option("--test-stand-ins", hidden=True, help=_STAND_INS_HELP)
 ]
-ModelFlag = Annotated[str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")]
 
 
 def chat(

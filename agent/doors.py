@@ -50,17 +50,12 @@ class Machine:
 
     def gpu(self) -> GpuBackend:
         if self._gpu is None:
-            from kernelwright.agent.options import verify_options
+            from kernelwright.agent.options import local_gpu
             from kernelwright.tools import nvml
-            from kernelwright.tools.backend import LocalGpu
 
             info = nvml.device_info()  # NoGpuError with the reason
-            s = self.settings
             self._arch = self._arch or info.arch
-            self._gpu = LocalGpu(
-                verify_options(s, prestart=True),
-                s.compile_backend,
-            )
+            self._gpu = local_gpu(self.settings)
         return self._gpu
 
     def missing(self) -> list[str]:

@@ -16,6 +16,7 @@ from kernelwright.agent.context import LoopContext, Progress
 from kernelwright.agent.experience import TechniqueChoice, open_memory
 from kernelwright.agent.graph import build
 from kernelwright.agent.llm import ChatModel, make_model
+from kernelwright.agent.options import local_gpu
 from kernelwright.agent.replies import Proposal
 from kernelwright.agent.rundir import RunDir
 from kernelwright.agent.settings import Settings
@@ -109,7 +110,7 @@ def optimize(
         graph=mem.graph if mem else None,
         pairs=settings.memory.pairs,
         pair_chars=settings.memory.pair_tokens * CHARS_PER_TOKEN,
-        builds=BuildCache(settings.cache_dir / "builds"),
+        builds=BuildCache(settings.builds_dir),
     )
     config: Any = {"configurable": {"thread_id": run.path.name}, "recursion_limit": 100_000}
     start: LoopInput | None = None
@@ -131,14 +132,3 @@ def optimize(
         if own_gpu:
             gpu.close()
     return output, run
-
-
-def local_gpu(settings: Settings) -> GpuBackend:
-    """This machine's GPU with the verifier options the settings give; the caller closes it."""
-    from kernelwright.agent.options import verify_options
-    from kernelwright.tools.backend import LocalGpu
-
-    return LocalGpu(
-        verify_options(settings, prestart=True),
-        settings.compile_backend,
-    )

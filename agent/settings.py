@@ -91,6 +91,11 @@ class Settings(BaseSettings):
     def memory_dir(self) -> Path:
         return self.memory.dir or self.data_dir / "memory"
 
+    @property
+    def builds_dir(self) -> Path:
+        """The build cache the loop's compile step fills and the verifier reads."""
+        return self.cache_dir / "builds"
+
     @classmethod
     def settings_customise_sources(
         cls,

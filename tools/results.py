@@ -151,6 +151,13 @@ class CheckReport(Result):
     def ok(self) -> bool:
         return self.verdict == "correct"
 
+    def with_sanitizer(self, found: SanitizeResult) -> CheckReport:
+        """This report with compute-sanitizer's result: a finding makes it wrong."""
+        update: dict[str, Any] = {"sanitizer": found}
+        if found.available and not found.ok:
+            update |= {"verdict": "wrong", "reason": found.reason}
+        return self.model_copy(update=update)
+
 
 class Attempt(Result):
     """One candidate of an optimization run, measured: what the memory and the summary keep."""

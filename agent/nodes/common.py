@@ -19,6 +19,11 @@ KEEP_MARGIN = 1.005  # a candidate replaces the best only if faster by more than
 GAIN = 1.02  # a gain below 2% counts toward the plateau
 
 
+def beats(speedup: float, best: float) -> bool:
+    """Whether a correct candidate at `speedup` replaces the run's best (at `best`)."""
+    return speedup > best * KEEP_MARGIN
+
+
 def as_candidate(
     task: CudaTask, source: str, launch: dict[str, Any] | None, name: str = "candidate.cu"
 ) -> CudaCandidate:

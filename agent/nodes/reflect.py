@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from kernelwright.agent import experience
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.llm import Message
-from kernelwright.agent.nodes.common import GAIN, KEEP_MARGIN, best_name, profile_view, stopwatch
+from kernelwright.agent.nodes.common import GAIN, beats, best_name, profile_view, stopwatch
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.techniques import catalogue
 from kernelwright.prompts.render import render
@@ -41,7 +41,7 @@ def reflect(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     timing = report.timing if report is not None and report.ok else None
     speedup = timing.speedup if timing else None
     best = state.get("best_speedup", 1.0)
-    kept = verdict == "correct" and speedup is not None and speedup > best * KEEP_MARGIN
+    kept = verdict == "correct" and speedup is not None and beats(speedup, best)
     choice = state.get("choice")
     tags = experience.known_tags(proposal.tags) if proposal else ()
     technique = experience.edge_tag(tags, choice) if proposal else ""

@@ -7,7 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelwright.agent.context import LoopContext
-from kernelwright.agent.nodes.common import KEEP_MARGIN, candidate_for, stopwatch
+from kernelwright.agent.nodes.common import beats, candidate_for, stopwatch
 from kernelwright.agent.state import LoopState
 from kernelwright.tools.spec import CudaTask
 
@@ -23,13 +23,9 @@ def verify(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         candidate = candidate_for(task, ctx.run, proposal.source, proposal.launch, name)
         report = ctx.gpu.check(task, candidate)
         best = state.get("best_speedup", 1.0)
-        if report.ok and report.timing and report.timing.speedup > best * KEEP_MARGIN:
+        if report.ok and report.timing and beats(report.timing.speedup, best):
             # About to become the run's best: compute-sanitizer first. A race that happens to
             # give the right answer today is still a race.
             ctx.progress({"node": "verify", "message": f"sanitizing candidate {n}"})
-            found = ctx.gpu.sanitize(task, candidate)
-            update: dict[str, Any] = {"sanitizer": found}
-            if found.available and not found.ok:
-                update |= {"verdict": "wrong", "reason": found.reason}
-            report = report.model_copy(update=update)
+            report = report.with_sanitizer(ctx.gpu.sanitize(task, candidate))
     return {"report": report, "elapsed_s": took["s"]}
