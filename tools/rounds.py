@@ -155,8 +155,9 @@ _SKETCHED = {
 
 def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     """Rounds whose results are dropped: at least `calls`, and `seconds` (the GPU's clocks rise,
-    lazy compilation happens) before the first that counts. Returns what the last few took
-    (the controller sizes two-phase rounds by the reference's: timed ms, input set bytes)."""
+    lazy compilation happens) before the first that counts. Returns what the last few took:
+    timed ms and an input set's bytes (the reference's, its candidate paused, size two-phase
+    rounds)."""
     import statistics
     import time
 

@@ -76,7 +76,7 @@ ROUND_INPUT_BYTES = 256 << 20  # and its input sets to no more than this
 
 
 def calls_per_round(ref_call_ms: Any, input_bytes: Any) -> int:
-    """How many timed calls a two-phase round holds, from the reference's warm-up (pure): as
+    """How many timed calls a two-phase round holds, from the reference's own rounds (pure): as
     many as fit ROUND_MS of the reference's time and ROUND_INPUT_BYTES of inputs, 1 to
     MAX_CALLS."""
     try:
@@ -108,6 +108,21 @@ def _replies(header: dict[str, Any], who: str, calls: int) -> list[dict[str, Any
     return [_reply({"type": "round", "result": r}, who) for r in results]
 
 
+def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:
+    """Calls a round, from a few rounds of the reference's timed with the candidate's worker
+    paused (the warm-ups ran side by side: a candidate busy then would slow the reference's and
+    buy itself rounds of one call, with the widest allowance a call)."""
+    cand.pause()
+    try:
+        ref.send({"cmd": "measure", "calls": 8, "probe": True})
+        header, _ = ref.receive(budget.warmup_timeout_s, "timing the reference", Expect(sizes=()))
+    finally:
+        cand.resume()
+    if header.get("type") != "measured":
+        raise WorkerFailure("crashed", "the reference worker sent no valid samples")
+    return calls_per_round(header.get("ms"), header.get("input_bytes"))
+
+
 def _us(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and value >= 0 else float("inf")
 
@@ -125,8 +140,8 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
         header, _ = box.receive(budget.warmup_timeout_s, f"warming up the {who}", Expect(sizes=()))
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
-        if box is ref and budget.two_phase:  # the reference's word only: its worker is ours
-            out.calls = calls_per_round(header.get("ms"), header.get("input_bytes"))
+    if budget.two_phase:
+        out.calls = _measure(ref, cand, budget)
     for box in (ref, cand):
         box.spin(0.005)
     try:

@@ -168,10 +168,14 @@ class Worker:
             kind = cmd.get("cmd")
             if kind == "warmup":
                 rounds.start(int(cmd.get("model_seed", 0)))
-                facts = warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
+                warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
                 gc.collect()
                 gc.disable()
-                self.send({"type": "warm", **facts})
+                self.send({"type": "warm"})
+            elif kind == "measure":  # the reference's, its candidate paused: sizes the rounds
+                self._probe(cmd)  # first, whatever else ran on the GPU is over
+                facts = warm_up(rounds, int(cmd.get("calls", 8)), 0.0)
+                self.send({"type": "measured", **facts})
             elif kind == "round":
                 reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
                 reply["result"] = rounds.round(*seeds_of(cmd["round"]))

@@ -48,6 +48,8 @@ class FakeWorker:
         cmd = self.pending
         if cmd["cmd"] == "warmup":
             return {"type": "warm"}, []
+        if cmd["cmd"] == "measure":
+            return {"type": "measured"}, []
         if cmd["probe"]:
             self.log.append(f"{self.name} rounds")
         self.rounds_seen.append(cmd["round"])
@@ -198,14 +200,18 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
 
     class Fast(TwoPhase):  # a reference whose forward takes 0.25 ms: 8 calls a round
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
-            if self.pending["cmd"] == "warmup":
-                return {"type": "warm", "ms": 0.25, "input_bytes": 1 << 20}, []
+            if self.pending["cmd"] == "warmup":  # side by side: a busy candidate could slow it
+                return {"type": "warm", "ms": 5.0, "input_bytes": 1 << 20}, []
+            if self.pending["cmd"] == "measure":
+                assert cand.paused, "the reference was measured beside a running candidate"
+                return {"type": "measured", "ms": 0.25, "input_bytes": 1 << 20}, []
             return super().receive(*args, **kwargs)
 
     sent.clear()
     ref, cand = Fast("ref", [], 0.25), TwoPhase("cand", [], 0.1)
     out = _run(ref, cand, batch=16, seconds=60.0, two_phase=True)
     assert out.calls == 8 and len(out.ref) == len(out.cand) == 32
+    assert not cand.paused
     assert ref.rounds_seen == cand.rounds_seen
     assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
     prepares = [h for h in sent if h["cmd"] == "prepare"]
@@ -220,7 +226,8 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
             return header, arrays
 
     with pytest.raises(WorkerFailure, match="no valid"):
-        _run(Fast("ref", [], 0.25), Short("cand", [], 0.1), two_phase=True)
+        ref, cand = Fast("ref", [], 0.25), Short("cand", [], 0.1)
+        _run(ref, cand, two_phase=True)
 
 
 @pytest.mark.parametrize(
@@ -237,5 +244,7 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
         (float("nan"), 1, 1),
     ],
 )
-def test_calls_a_round_from_the_references_warm_up(ms: Any, input_bytes: int, calls: int) -> None:
+def test_calls_a_round_from_the_references_own_rounds(
+    ms: Any, input_bytes: int, calls: int
+) -> None:
     assert schedule.calls_per_round(ms, input_bytes) == calls
