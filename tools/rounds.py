@@ -1,10 +1,13 @@
 """The timing rounds as a worker runs them: the same code in the reference's worker and the
-candidate's, so both do the same harness work around their one timed call.
+candidate's, so both do the same harness work around each timed call.
 
-A round, for one seed from the controller: fresh inputs in fresh buffers (never seen before by
-anyone), their checksums, poisoned outputs (CUDA tasks), the L2 flush, one timed call, the
-outputs' unwritten elements and the inputs' checksums again, and a sketch of every output with
-the round's sign seeds (sketch.py). Nothing survives a round: no input can be recognised, no
+A CUDA task's round, for one seed from the controller: fresh inputs in fresh buffers (never seen
+before by anyone) at offsets drawn from the seed, their checksums, poisoned outputs, the L2
+flush, one timed call, the outputs' unwritten elements and the inputs' checksums again, and a
+sketch of every output with the round's sign seeds (sketch.py). A KernelBench round comes in two
+messages: an input set made fresh for each of its seeds, then one timed call on each set (L2
+flushed before each) and a sketch of every output; no input checksums, for what that worker
+says of its inputs proves nothing. Nothing survives a round: no input can be recognised, no
 output reused. The controller, which alone sees both workers' rounds, judges them (judge.py).
 """
 
@@ -25,6 +28,9 @@ class CudaRounds:
     def __init__(self, task: Any, runner: Any, clock: Any, poison: int) -> None:
         self.task, self.runner, self.clock, self.poison = task, runner, clock, poison
         self.bench = task.bench
+        self.ins = [a.name for a in task.args if a.role == "in"]
+        self.outs = [a.name for a in task.args if a.role == "out"]
+        self.sketched = [a for a in task.args if a.role in ("out", "inout")]
 
     def start(self, seed: int) -> None:
         """Nothing to build: the kernel is loaded."""
@@ -32,25 +38,19 @@ class CudaRounds:
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         from .runners import broken_guards, checksum, release_guards
 
-        task = self.task
         release_guards()
-        arrays = {
+        arrays = {  # outputs and their guard bands poisoned, as in the trials
             **self.runner.inputs(self.bench, seed, spread=seed),
-            **self.runner.outputs(self.bench, 0, spread=seed),
+            **self.runner.outputs(self.bench, self.poison, spread=seed),
         }
-        outs = [a.name for a in task.args if a.role == "out"]
-        for name in outs:
-            a = arrays[name]
-            a.view(UINT[a.dtype.itemsize]).fill(poison_bits(str(a.dtype), self.poison))
-        ins = [a.name for a in task.args if a.role == "in"]
+        ins, outs = self.ins, self.outs
         before = {n: checksum(arrays[n]) for n in ins}
         call = self.runner.bind(arrays, self.bench)
         ms, host_ms = self.clock.sample(call)
         unwritten = {n: _count_bits(arrays[n], self.poison) for n in outs}
         sketches = {
             a.name: sketch(arrays[a.name].data.ptr, arrays[a.name].size, a.dtype, signs)
-            for a in task.args
-            if a.role in ("out", "inout")
+            for a in self.sketched
         }
         return {
             "ms": ms,

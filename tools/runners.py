@@ -8,6 +8,7 @@ build the same inputs without sending them over the pipe.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -110,10 +111,15 @@ def poisoned(shape: tuple[int, ...], dtype: str, bits: int, lead: int = 0) -> An
 
 def leads(spread: int, count: int) -> list[int]:
     """Offsets for `count` arrays from a round's seed (0 for no spread), GUARD_BYTES apart."""
+    return list(_leads(spread, count))
+
+
+@functools.lru_cache(maxsize=2)  # a round asks twice, for its inputs and its outputs
+def _leads(spread: int, count: int) -> tuple[int, ...]:
     if not spread:
-        return [0] * count
+        return (0,) * count
     rng = np.random.default_rng(spread & _MASK64)
-    return [int(v) * GUARD_BYTES for v in rng.integers(0, SPREAD_BYTES // GUARD_BYTES, count)]
+    return tuple(int(v) * GUARD_BYTES for v in rng.integers(0, SPREAD_BYTES // GUARD_BYTES, count))
 
 
 def broken_guards(arrays: dict[str, Any]) -> list[str]:

@@ -2,8 +2,9 @@
 
 The reference and the candidate are timed in their own processes, never in one: a candidate
 can reach nothing of the reference's (its buffers, its model, its clock). The controller hands
-both the same rounds (input seed, sign seeds), one round per message so that no worker ever
-knows a round's inputs before that round starts, in batches, in the order R C C R R C C R ...,
+both the same rounds (input seeds, sign seeds), one round per message (a KernelBench round's
+calls in its second) so that no worker ever knows a round's inputs before that round starts, in
+batches, in the order R C C R R C C R ...,
 so drift over time falls on both alike; it pauses the candidate's worker and everything it
 started (SIGSTOP: no CPU, no new GPU work) while the reference's batch runs, and the reference's
 worker first makes sure no other context holds the GPU. Every batch's wall time is taken by the
@@ -89,23 +90,24 @@ def calls_per_round(ref_call_ms: Any, input_bytes: Any) -> int:
     return max(1, min(k, ROUND_INPUT_BYTES // size))
 
 
-def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
-    result = header.get("result")
+def _replies(header: dict[str, Any], who: str, calls: int | None) -> list[dict[str, Any]]:
+    """A round's replies, one per call, each with valid samples: `calls` of them in "results"
+    (two phases), or one in "result"."""
+    results = header.get("results") if calls else [header.get("result")]
     if (
         header.get("type") != "round"
-        or not isinstance(result, dict)
-        or not all(isinstance(result.get(k), int | float) and result[k] >= 0 for k in ROUND_KEYS)
+        or not isinstance(results, list)
+        or len(results) != (calls or 1)
+        or not all(_valid(r) for r in results)
     ):
         raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
-    return result
+    return results
 
 
-def _replies(header: dict[str, Any], who: str, calls: int) -> list[dict[str, Any]]:
-    """A two-phase round's replies, one per call, each as _reply checks it."""
-    results = header.get("results")
-    if header.get("type") != "round" or not isinstance(results, list) or len(results) != calls:
-        raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
-    return [_reply({"type": "round", "result": r}, who) for r in results]
+def _valid(result: Any) -> bool:
+    return isinstance(result, dict) and all(
+        isinstance(result.get(k), int | float) and result[k] >= 0 for k in ROUND_KEYS
+    )
 
 
 def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:
@@ -164,13 +166,13 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
         walls: dict[str, list[tuple[float, float]]] = {}
         for side in ("ref", "cand") if pairs % 2 == 0 else ("cand", "ref"):
             box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
+            phase, two = f"timing the {who}", budget.two_phase
             if side == "ref":
                 cand.pause()
             try:
                 walls[side] = []
                 for i, group in enumerate(chunk):  # one round a message: no worker knows the next
-                    phase = f"timing the {who}"
-                    if budget.two_phase:  # inputs first, then the calls: each phase on the clock
+                    if two:  # inputs first, then the calls: each phase on the clock
                         t0 = time.perf_counter()
                         input_seeds = [e[0] for e in group]
                         box.send({"cmd": "prepare", "seeds": input_seeds, "probe": i == 0})
@@ -185,13 +187,12 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
                         box.send({"cmd": "round", "round": group[0], "probe": i == 0})
                     header, _ = box.receive(budget.round_timeout_s * k, phase, Expect(sizes=()))
                     wall = (time.perf_counter() - t0) * 1e3
-                    two = budget.two_phase
-                    replies = _replies(header, who, k) if two else [_reply(header, who)]
+                    replies = _replies(header, who, k if two else None)
                     (out.ref if side == "ref" else out.cand).extend(replies)
                     walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
                     (out.ref_prepare_ms if side == "ref" else out.cand_prepare_ms).append(prepared)
                     if i == 0:
-                        if budget.two_phase:
+                        if two:
                             header = first
                         quiet, settled = header.get("quiet_us"), header.get("settled_us")
                         quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us

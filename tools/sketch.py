@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
 Z_MAX = 6.0  # a false alarm per signed sum: at most 2 exp(-18), about 3e-8
 FIELDS = ("s0", "s1", "abs", "sq", "nan", "pinf", "ninf", "where")
@@ -91,11 +90,3 @@ def drift_problem(zs: Sequence[float]) -> str:
             f"{limit:.2f} for outputs within tolerance)"
         )
     return ""
-
-
-def fields_valid(values: Any) -> bool:
-    return (
-        isinstance(values, list)
-        and len(values) == len(FIELDS)
-        and all(isinstance(v, int | float) for v in values)
-    )

@@ -23,6 +23,7 @@ L2_FLUSH_FACTOR = 2
 # How long the GPU is held after the flush while the host queues a CUDA task's launch: far more
 # than one launch's host cost (~10 us), so the start event fires only when the kernel is queued.
 HOLD_NS = 100_000
+BUSY_US = 500.0  # an empty launch slower than this: another context holds the GPU
 _CUDA_LIMIT_PERSISTING_L2 = 0x06
 
 
@@ -57,6 +58,7 @@ class Clock:
         self._nop = kernels.function("kw_nop")
         self._blocks = cupy.cuda.Device().attributes["MultiProcessorCount"] * 8
         self._n_vec = np.uint64(self.flush_bytes // 16)
+        self._hold_ns = (np.uint64(HOLD_NS),)
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         self._start, self._end = start.record, end.record
         self._elapsed = functools.partial(cupy.cuda.get_elapsed_time, start, end)
@@ -86,7 +88,7 @@ class Clock:
         """(event ms, host ms) of one call; `ready()` first."""
         t0 = self._now()
         if self._hold is not None:
-            self._hold((1,), (1,), (np.uint64(HOLD_NS),))
+            self._hold((1,), (1,), self._hold_ns)
         self._start()
         fn()
         self._end()

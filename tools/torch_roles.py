@@ -4,8 +4,8 @@ The candidate's `ModelNew` is Python in the candidate's worker, so nothing in th
 be believed: what it reports is only ever checked against what the reference's worker (the
 problem's `Model`, in a process no candidate code reaches) computes and times on the same
 inputs, and against the controller's own clock (see verify.py). Both workers run the same
-rounds (rounds.py): the problem's get_inputs() under a fresh seed each round, one timed call,
-a sketch of every output.
+rounds (rounds.py): the problem's get_inputs() under a fresh seed for each timed call, the
+call, a sketch of every output.
 """
 
 from __future__ import annotations

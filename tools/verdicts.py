@@ -28,6 +28,7 @@ from .results import DeviceInfo, TimingResult
 from .schedule import Rounds
 from .spec import CudaTask
 from .timing import (
+    BUSY_US,
     flush_bytes,
     host_clock_problem,
     roofline_floor_ms,
@@ -41,7 +42,6 @@ ALLOW_US = 60.0  # the first phase (making the input sets: the problem's own Pyt
 ALLOW_SET_US = 10.0  # ... and this for each input set beyond the first
 ALLOW_CALL_US = 15.0  # the second: the calls, their outputs' sketches and two messages ...
 ALLOW_CALL_EACH_US = 4.0  # ... and this for each call beyond the first
-BUSY_US = 500.0  # an empty launch slower than this: another context held the GPU
 
 
 def allowances_us(calls: int) -> tuple[float, float]:

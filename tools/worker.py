@@ -23,8 +23,6 @@ from typing import Any
 from .confine import confine
 from .protocol import FrameReader, write_message
 
-QUIET_US = 500.0  # an empty launch slower than this: another context holds the GPU
-
 
 def _harden(limits: dict[str, int], notes: list[str]) -> list[str]:
     """Limits the worker puts on itself before any task or candidate code is loaded."""
@@ -196,11 +194,13 @@ class Worker:
 
     def _probe(self, cmd: dict[str, Any]) -> dict[str, float]:
         """A batch's first round: wait until no other context runs (up to 2 s)."""
+        from .timing import BUSY_US
+
         if not cmd.get("probe"):
             return {}
         first = quiet = self.clock.quiet_us()
         waited = time.perf_counter()
-        while quiet > QUIET_US and time.perf_counter() - waited < 2.0:
+        while quiet > BUSY_US and time.perf_counter() - waited < 2.0:
             time.sleep(0.002)
             quiet = self.clock.quiet_us()
         return {"quiet_us": first, "settled_us": quiet}
