@@ -66,9 +66,7 @@ class RecordingGpu:
     def __init__(self, inner: GpuBackend, path: Path) -> None:
         self.inner, self.path = inner, path
 
-    def _write(
-        self, kind: str, key: str, value: CheckReport | ProfileResult | SanitizeResult
-    ) -> None:
+    def _write(self, kind: str, key: str, value: Recorded) -> None:
         with self.path.open("a") as f:
             f.write(
                 json.dumps({"kind": kind, "key": key, "value": value.model_dump(mode="json")})
@@ -131,7 +129,7 @@ class ReplayGpu:
         self,
         task: Task,
         candidate: Candidate,
-        report: CheckReport | ProfileResult | SanitizeResult,
+        report: Recorded,
     ) -> None:
         key = candidate_key(task, candidate)
         if isinstance(report, CheckReport):

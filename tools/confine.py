@@ -84,7 +84,8 @@ def confine(
             f"{scratch_bytes >> 20} MiB tmpfs"
         )
     except OSError as exc:
-        notes.append(f"no view of its own ({exc}): " + _read_only_host([scratch, *writable[1:]]))
+        keep = [scratch, *(os.path.realpath(p) for p in writable[1:] if p)]  # as mountinfo has them
+        notes.append(f"no view of its own ({exc}): " + _read_only_host(keep))
     if prepare is not None:
         prepare()
     if narrow is not None:

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .cuda_roles import reference_dtype
 from .spec import CudaTask
 
 GIB = 1 << 30
@@ -23,7 +24,6 @@ _ITEMSIZE = {
     "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "bool": 1,
     "int16": 2, "int32": 4, "int64": 8, "uint32": 4, "uint64": 8,
 }  # fmt: skip
-_REFERENCE_F64_ELEMENTS = 4 << 20  # cuda_roles.reference_dtype: float64 up to this many
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ def needs(task: CudaTask, trials: Sequence[dict[str, int]], flush_bytes: int) ->
                 outs += nbytes
                 wide = floating and task.reference_python
                 outs64 += elems * 8 if wide else nbytes
-                big = elems > _REFERENCE_F64_ELEMENTS
-                sent += elems * 8 if wide and not big else nbytes
+                travels = reference_dtype(a.dtype, elems) if task.reference_python else a.dtype
+                sent += elems * _ITEMSIZE.get(travels, 8)
         # the reference's worker: inputs, their float64 copies, the result and a temporary
         reference = ins + ins64 + 2 * outs64 if task.reference_python else ins + outs
         total = reference + ins + outs + 2 * (flush_bytes + CONTEXT_BYTES)

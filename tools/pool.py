@@ -38,11 +38,12 @@ def timing_cpus() -> set[int]:
 
 
 @contextlib.contextmanager
-def controller_off(cpus: set[int]) -> Iterator[None]:
+def controller_off(cpus: set[int], others: set[int] | None = None) -> Iterator[None]:
     """While timed rounds run, every thread of this process (the controller, which polls for
     replies without sleeping) runs off the timed workers' CPUs and their cores, and back where
     it was after: a timed worker never shares its CPU, or its core, with the controller, which
-    the scheduler could put beside one worker and not the other."""
+    the scheduler could put beside one worker and not the other. `others`: other_cpus(cpus),
+    where known."""
     if not cpus:
         yield
         return
@@ -50,7 +51,7 @@ def controller_off(cpus: set[int]) -> Iterator[None]:
     for tid in _threads():
         with contextlib.suppress(OSError):
             saved[tid] = os.sched_getaffinity(tid)
-    others = other_cpus(cpus)
+    others = other_cpus(cpus) if others is None else others
     try:
         if others:
             for tid in saved:
@@ -106,6 +107,7 @@ class Pool:
         start_timeout_s: float,
     ) -> None:
         self.backend, self.memory, self.pin = backend, host_memory_bytes, pin
+        self.others = other_cpus(pin) if pin else set()  # where spares and the controller go
         self.start_timeout_s = start_timeout_s
         self._own_cache = cache_dir is None
         # CuPy's cache of the harness's own kernels, written only by workers that run none of
@@ -148,7 +150,7 @@ class Pool:
     def prestart(self, task_kind: str, early: bool = False) -> None:
         """Spares for a check of this kind ("cuda" or "kernelbench"); `early`: as a check
         starts, only where there are CPUs to spare beside the timing's."""
-        others = other_cpus(self.pin) if self.pin else set()
+        others = self.others
         if early and not others:
             return
         for kind, count in WANTED[task_kind].items():

@@ -54,14 +54,6 @@ class VerifyOptions:
     pin_cpus: bool = True  # time both workers on the same two CPUs
 
 
-class _Reject(Exception):
-    """The candidate is rejected mid-check: a verdict and its reason."""
-
-    def __init__(self, verdict: str, reason: str) -> None:
-        super().__init__(reason)
-        self.verdict, self.reason = verdict, reason
-
-
 def _describe(sizes: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "as given"
 
@@ -74,7 +66,6 @@ class Verifier:
         self._pin = timing_cpus() if self.options.pin_cpus else set()
         o = self.options
         self.pool = Pool(o.backend, o.host_memory_bytes, o.cache_dir, self._pin, o.start_timeout_s)
-        self.cache = self.pool.cache
         self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
 
     def close(self) -> None:
@@ -269,7 +260,7 @@ class Verifier:
                 budget = self._budget(task)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
-                with controller_off(self._pin):
+                with controller_off(self._pin, self.pool.others):
                     rounds = schedule.run(ref_box, cand_box, budget, self._pin)
                 after = nvml.clock_sample()
                 self.pool.release()
@@ -298,8 +289,6 @@ class Verifier:
                 return report(
                     final, reason, compile=compiled, check=check, timing=timing, device=device
                 )
-        except _Reject as rejected:
-            return report(rejected.verdict, rejected.reason, compile=compiled, device=device)
         except WorkerFailure as failure:
             if stage == "reference":
                 return report(
