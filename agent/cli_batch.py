@@ -53,12 +53,15 @@ def batch(
     Tasks are name.cu + name.toml pairs and KernelBench .py problems anywhere under DIRECTORY.
     The report in --out: report.html (self-contained, with plots), report.md, batch.json and
     tasks/NAME.json; exit status 1 when a task failed."""
-    loop = {
+    from kernelwright.agent.batch import BatchState
+
+    given = {
         "minutes": minutes,
         "plateau": plateau,
         "memory": not no_memory,
         "backend": backend.value if backend else None,
-    }
+    }  # what differs from the defaults: a resume told nothing new says nothing of it
+    loop = {k: v for k, v in given.items() if v != BatchState.model_fields[k].default}
     code = run_batch_command(
         directory,
         out_dir,

@@ -201,10 +201,14 @@ def _answers(base: str, url: str) -> None:
             "(chroma run --path DIR --port PORT) or unset memory.url"
         ) from None
     except httpx.HTTPError:
-        raise StoreUnavailable(
-            f"memory server {url} not reachable: start it (chroma run --path DIR "
-            "--port PORT) or unset memory.url"
-        ) from None
+        raise _unreachable(url) from None
+
+
+def _unreachable(url: str | None) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"memory server {url} not reachable: start it (chroma run --path DIR --port PORT) or "
+        "unset memory.url"
+    )
 
 
 def _client(path: Path | str | None, url: str | None) -> ClientAPI:
@@ -250,11 +254,8 @@ class ChromaStore:
             return cls(client, migrate(client, embedding or CodeHashEmbedding()))
         except ValueError as exc:
             text = " ".join(str(exc).split())
-            if "Could not connect" in text:
-                raise StoreUnavailable(
-                    f"memory server {url} not reachable: start it (chroma run --path DIR "
-                    "--port PORT) or unset memory.url"
-                ) from None
+            if "Could not connect" in text:  # the server went between heartbeat and client
+                raise _unreachable(url) from None
             if "conflict" in text:
                 made = text.rsplit("persisted: ", 1)[-1]
                 raise StoreUnavailable(
@@ -365,10 +366,7 @@ class ChromaStore:
 
     def import_rows(self, rows: list[dict[str, Any]], where: str) -> list[Episode]:
         """import_jsonl for the records read_export already checked in file `where`."""
-        have: set[str] = set()
-        for i in range(0, len(rows), self.batch):
-            chunk = [r["id"] for r in rows[i : i + self.batch]]
-            have.update(self.collection.get(ids=chunk, include=[])["ids"])
+        have = self.existing([r["id"] for r in rows])
         new = [r for r in rows if r["id"] not in have]
         for r in new:  # an export from an older schema lacks the newer fields
             speedup = float(r["metadata"]["speedup"])

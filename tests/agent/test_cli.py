@@ -232,3 +232,26 @@ def test_optimize_without_a_gpu_says_so_before_blaming_ollama(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["optimize", str(EXAMPLES / "softmax")], env=env)
     # main() prints it as one line; through the app the exception itself is what ended it
     assert isinstance(result.exception, NoGpuError), result.exception
+
+
+def test_batch_passes_on_only_the_loop_flags_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resume told nothing new says nothing of how the batch started (its state keeps it)."""
+    from typer.testing import CliRunner
+
+    from kernelwright.agent import cli_batch
+    from kernelwright.agent.cli import app
+
+    seen: list[dict[str, object]] = []
+
+    def spy(*args: object, **kwargs: object) -> int:
+        seen.append(kwargs["loop"])  # type: ignore[arg-type]
+        return 0
+
+    monkeypatch.setattr(cli_batch, "run_batch_command", spy)
+    runner = CliRunner()
+    assert runner.invoke(app, ["batch", str(tmp_path), "--minutes", "30"]).exit_code == 0
+    assert runner.invoke(app, ["batch", str(tmp_path), "--resume"]).exit_code == 0
+    assert runner.invoke(app, ["batch", str(tmp_path), "--no-memory"]).exit_code == 0
+    assert seen == [{"minutes": 30.0}, {}, {"memory": False}]
