@@ -109,11 +109,11 @@ def timing(
     after: Any,
 ) -> tuple[TimingResult, str]:
     """The timing result, and the first reason it cannot be believed ("" when it can)."""
-    ref_ms, cand_ms = rounds.ms("ref"), rounds.ms("cand")
     problems = [
-        host_clock_problem(ref_ms, rounds.host_ms("ref")),
-        host_clock_problem(cand_ms, rounds.host_ms("cand")),
+        host_clock_problem(rounds.ms("ref"), rounds.host_ms("ref")),
+        host_clock_problem(rounds.ms("cand"), rounds.host_ms("cand")),
     ]
+    ref_ms, cand_ms = rounds.round_ms("ref"), rounds.round_ms("cand")  # per call, by round
     unexplained = unexplained_us(rounds.walls)
     prepare = prepare_excess_us(rounds)
     python = isinstance(task, KernelBenchTask)  # candidate code beside its own timing
@@ -148,8 +148,8 @@ def timing(
         candidate=cand,
         speedup=ratio,
         speedup_iqr=ratio_iqr,
-        rounds=len(cand_ms),
-        input_sets=len(cand_ms),
+        rounds=len(rounds.cand),
+        input_sets=len(rounds.cand),
         calls_per_round=rounds.calls,
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,

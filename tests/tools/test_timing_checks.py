@@ -133,3 +133,19 @@ def test_forged_samples_longer_than_the_workers_own_clock() -> None:
     rounds.cand[3] = {"ms": 5.0, "host_ms": 0.6}
     _, problem = verdicts.timing(task, rounds, None, None, None)
     assert "event 5.0000 ms > host 0.6000 ms" in problem
+
+
+def test_a_round_whose_work_is_all_in_its_first_call_reads_its_whole_time() -> None:
+    """Several calls a round: the candidate holds every input set of the round at once, so it
+    could do all the work in the first call and answer the rest from it. Per call, the median
+    would read 30x; the round is the unit compared, and it reads what the work took."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    rounds = _rounds(1.0)
+    rounds.calls = 4
+    rounds.cand = [
+        {"ms": ms, "host_ms": ms + 0.05} for _ in range(4) for ms in (3.9, 1 / 30, 1 / 30, 1 / 30)
+    ]
+    timing, problem = verdicts.timing(task, rounds, None, None, None)
+    assert problem == "" and timing.speedup == pytest.approx(1.0, rel=1e-6)
+    assert timing.candidate.median_ms == pytest.approx(1.0, rel=1e-6)
+    assert timing.rounds == 16 and timing.candidate.samples == 4

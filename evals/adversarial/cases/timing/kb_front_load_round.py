@@ -1,0 +1,40 @@
+# expect: correct (speedup 0-1.15) — does a whole round's work in its first call (it holds every input set) and answers the rest from that
+# task: kernelbench/relu_mlp.py
+# With several calls a round, the median of per-call ratios would read this as ~15x: one slow
+# call, the others nearly free, and every sample true. The round's mean is what is compared.
+import sys
+
+import torch
+import torch.nn as nn
+
+_pending = []  # this round's input sets, as its worker makes them
+_ready = {}  # an input's address: its output, computed early
+
+_runners = sys.modules.get("kernelwright.tools.runners")
+if _runners is not None:
+    _fresh = _runners.TorchRunner.fresh_inputs
+
+    def _recorded(self, seed):
+        inputs = _fresh(self, seed)
+        if inputs and isinstance(inputs[0], torch.Tensor):
+            _pending.append(inputs[0])
+        return inputs
+
+    _runners.TorchRunner.fresh_inputs = _recorded
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        early = _ready.pop(x.data_ptr(), None)
+        if early is not None:
+            return early
+        if any(p.data_ptr() == x.data_ptr() for p in _pending):  # the round's first call
+            for p in _pending:
+                _ready[p.data_ptr()] = torch.relu(self.linear(p))
+            _pending.clear()
+            return _ready.pop(x.data_ptr())
+        return torch.relu(self.linear(x))
