@@ -25,7 +25,10 @@ from collections.abc import Callable, Sequence
 from . import mounts, view
 
 NEWNS, NEWUSER, NEWPID, NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 22, 24, 38
+# Syscalls a worker may not make, by architecture (audit arch: the numbers): where it runs is
+# the controller's choice (pool.timing_cpus), fixed for its life
+_ARCH_SYSCALLS = {"x86_64": (0xC000003E, (203,)), "aarch64": (0xC00000B7, (122,))}
 SCRATCH_BYTES = 2 << 30  # what a worker may write in all (its scratch is a tmpfs this size)
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -65,7 +68,8 @@ def confine(
         isolated = _libc.unshare(NEWNET) == 0
         if prepare is not None:
             prepare()
-        return [f"confinement unavailable ({why})"] + (["network: isolated"] if isolated else [])
+        notes = [f"confinement unavailable ({why})"] + (["network: isolated"] if isolated else [])
+        return [*notes, _stay_put()]
     if flags & NEWUSER:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1")):
             with open(f"/proc/self/{name}", "w") as f:
@@ -95,7 +99,45 @@ def confine(
         except OSError as exc:
             notes.append(f"view not narrowed ({exc})")
     _drop_capabilities()
-    return notes
+    return [*notes, _stay_put()]
+
+
+def stay_put_filter(machine: str) -> bytes | None:
+    """The seccomp program (classic BPF, as bytes) that refuses sched_setaffinity with EPERM,
+    and on x86_64 every x32 call (another number for it); None where the architecture is not
+    known (pure)."""
+    import struct
+
+    if machine not in _ARCH_SYSCALLS:
+        return None
+    arch, numbers = _ARCH_SYSCALLS[machine]
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    refuse, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
+    tests = [(jge, 0x40000000)] if machine == "x86_64" else []  # x32: bit 30 set
+    tests += [(jeq, nr) for nr in numbers]
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, allow), (ld, 0, 0, 0)]
+    prog += [(op, len(tests) - i, 0, k) for i, (op, k) in enumerate(tests)]  # true: refuse
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, refuse)]
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+
+
+def _stay_put() -> str:
+    """From now on this process and every thread and child it makes stay on the CPUs the
+    controller gives them: a seccomp filter refuses sched_setaffinity (the controller, outside,
+    still pins them). NO_NEW_PRIVS is set first, as seccomp requires of an unprivileged one."""
+    prog = stay_put_filter(os.uname().machine)
+    if prog is None:
+        return f"CPU pinning: not enforced on {os.uname().machine}"
+    buf = ctypes.create_string_buffer(prog, len(prog))
+
+    class _Prog(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+    fprog = _Prog(len(prog) // 8, ctypes.addressof(buf))
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if _libc.prctl(PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:
+        return f"CPU pinning: not enforced ({os.strerror(ctypes.get_errno())})"
+    return "CPU: where the controller pins it (sched_setaffinity refused)"
 
 
 def _enter_view(

@@ -32,7 +32,13 @@ WANTED = {
 
 
 def timing_cpus() -> set[int]:
-    """The two CPUs both timed workers run on (none pinned on a machine of fewer than 4)."""
+    """The two CPUs both timed workers run on, in turn (none pinned on a machine of fewer than
+    4): the highest for the thread that times the calls, the other for their other threads
+    (Sandbox.pin). The same CPU for both workers' timing threads: a CPU's speed drifts (on a
+    virtual machine, by 15% and more for seconds at a time, with whatever else its host runs),
+    and two workers timed on two CPUs would each carry their own CPU's drift into the ratio;
+    on one, whatever it is falls on both alike, batch by batch. The worker not being timed is
+    paused or waiting for a message."""
     cpus = sorted(os.sched_getaffinity(0))
     return set(cpus[-2:]) if len(cpus) >= 4 else set()
 

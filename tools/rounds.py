@@ -4,11 +4,13 @@ candidate's, so both do the same harness work around each timed call.
 A CUDA task's round, for one seed from the controller: fresh inputs in fresh buffers (never seen
 before by anyone) at offsets drawn from the seed, their checksums, poisoned outputs, the L2
 flush, one timed call, the outputs' unwritten elements and the inputs' checksums again, and a
-sketch of every output with the round's sign seeds (sketch.py). A KernelBench round comes in two
-messages: an input set made fresh for each of its seeds, then one timed call on each set (L2
-flushed before each) and a sketch of every output; no input checksums, for what that worker
-says of its inputs proves nothing. Nothing survives a round: no input can be recognised, no
-output reused. The controller, which alone sees both workers' rounds, judges them (judge.py).
+sketch of every output with the round's sign seeds (sketch.py). A KernelBench round is a message
+per call: the first makes an input set, fresh from its seed; each call's times one call on the
+set in hand (L2 flushed, the GPU idle), sketches its outputs, lets the set go and only then
+makes the next (its seed comes with the call). No input checksums, for what that worker says of
+its inputs proves nothing. Nothing survives a call: no input can be recognised, no output
+reused, and no later call's input is in hand early. The controller, which alone sees both
+workers' rounds, judges them (judge.py).
 """
 
 from __future__ import annotations
@@ -86,28 +88,30 @@ class TorchRounds:
     def __init__(self, runner: Any, model: Any, clock: Any) -> None:
         self.runner, self.model, self.clock = runner, model, clock
         self._inputs: list[Any] = []
-        self.input_bytes = 0
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         self.prepare([seed])
         return self.call([signs])[0]
 
     def prepare(self, seeds: list[int]) -> None:
-        """A round's first phase, timed by the controller on its own: an input set made fresh
-        for each seed, L2 flushed, the GPU idle. The calls come in the next message."""
+        """An input set made fresh for each seed (the problem's own Python), then L2 flushed and
+        the GPU idle: the next call starts from there."""
         self._inputs = [self.runner.fresh_inputs(seed) for seed in seeds]
-        self.input_bytes = _nbytes(self._inputs[0]) if self._inputs else 0
         self.clock.ready()
 
-    def call(self, signs: list[tuple[int, int]]) -> list[dict[str, Any]]:
-        """The round's timed calls, one on each prepared input set in turn (L2 flushed and the
-        GPU idle before each), and their outputs' sketches."""
+    def call(self, signs: list[tuple[int, int]], after: list[int] | None = None) -> list[Any]:
+        """Timed calls, one on each input set in hand in turn (L2 flushed and the GPU idle
+        before each), their outputs' sketches; then, those sets let go, the sets for `after`'s
+        seeds made (the next call's)."""
         sets, self._inputs = self._inputs, []
         replies = []
         for i, (inputs, pair) in enumerate(zip(sets, signs, strict=True)):
             if i:
                 self.clock.ready()
             replies.append(self._one(inputs, pair))
+        del sets
+        if after:
+            self.prepare(after)
         return replies
 
     def _one(self, inputs: list[Any], signs: tuple[int, int]) -> dict[str, Any]:
@@ -155,9 +159,8 @@ _SKETCHED = {
 
 def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     """Rounds whose results are dropped: at least `calls`, and `seconds` (the GPU's clocks rise,
-    lazy compilation happens) before the first that counts. Returns what the last few took:
-    timed ms and an input set's bytes (the reference's, its candidate paused, size two-phase
-    rounds)."""
+    lazy compilation happens) before the first that counts. Returns what the last few took, in
+    timed ms (the reference's, its candidate paused, sizes two-phase rounds)."""
     import statistics
     import time
 
@@ -165,11 +168,7 @@ def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     while i < calls or time.perf_counter() - start < seconds:
         times.append(float(rounds.round(random.getrandbits(31), (1, 2))["ms"]))
         i += 1
-    return {"ms": statistics.median(times[-8:]), "input_bytes": getattr(rounds, "input_bytes", 0)}
-
-
-def _nbytes(inputs: list[Any]) -> int:
-    return sum(int(x.numel() * x.element_size()) for x in inputs if hasattr(x, "element_size"))
+    return {"ms": statistics.median(times[-8:])}
 
 
 def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:
@@ -184,14 +183,14 @@ def signs_of(entry: Any) -> tuple[int, int]:
     return s0, s1
 
 
-def seeds_list(entry: Any) -> list[int]:
-    """A two-phase round's input seeds, one per call (1 to 64), validated."""
+def seeds_list(entry: Any, least: int = 1) -> list[int]:
+    """Input seeds, one per call (`least` to 64), validated."""
     seeds = [int(v) for v in entry]
-    if not 1 <= len(seeds) <= 64:
+    if not least <= len(seeds) <= 64:
         raise ValueError(f"{len(seeds)} input seeds in a round")
     return seeds
 
 
 def signs_list(entry: Any) -> list[tuple[int, int]]:
-    """A two-phase round's sign seeds, a pair per call."""
+    """Sign seeds, a pair per call."""
     return [signs_of(pair) for pair in entry]

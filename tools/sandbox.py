@@ -282,9 +282,13 @@ class Sandbox:
         self.signal_tree(signal.SIGCONT)
 
     def pin(self, cpus: set[int]) -> None:
-        """Run every thread of the worker and its descendants on `cpus` only."""
+        """Run the thread that times the calls (the worker's main thread) on the highest of
+        `cpus` alone, and every other thread of the worker and its descendants on the rest: a
+        helper thread it waits for never waits for its CPU (`cpus`: pool.timing_cpus)."""
         if self.proc is None or not cpus:
             return
+        main, rest = {max(cpus)}, (cpus - {max(cpus)}) or cpus
+        timed = self._timed_pid()
         for pid in self._tree():
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
@@ -292,7 +296,19 @@ class Sandbox:
                 continue
             for tid in tids:
                 with contextlib.suppress(OSError, ValueError):
-                    os.sched_setaffinity(int(tid), cpus)
+                    os.sched_setaffinity(int(tid), main if int(tid) == timed else rest)
+
+    def _timed_pid(self) -> int:
+        """The process that runs the calls: a confined worker's PID 1 in its own namespace
+        (the shim's child), else the worker itself."""
+        assert self.proc is not None
+        pid = self.proc.pid
+        with contextlib.suppress(OSError, ValueError):
+            for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+                for line in Path(f"/proc/{child}/status").read_text().splitlines():
+                    if line.startswith("NSpid:") and line.split()[-1] == "1":
+                        return int(child)
+        return pid
 
     def _tree(self) -> list[int]:
         """The worker and every process under it (a confined worker's orphans stay under it)."""

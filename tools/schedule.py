@@ -2,13 +2,18 @@
 
 The reference and the candidate are timed in their own processes, never in one: a candidate
 can reach nothing of the reference's (its buffers, its model, its clock). The controller hands
-both the same rounds (input seeds, sign seeds), one round per message (a KernelBench round's
-calls in its second) so that no worker ever knows a round's inputs before that round starts, in
-batches, in the order R C C R R C C R ...,
-so drift over time falls on both alike; it pauses the candidate's worker and everything it
-started (SIGSTOP: no CPU, no new GPU work) while the reference's batch runs, and the reference's
-worker first makes sure no other context holds the GPU. Every batch's wall time is taken by the
-controller's own clock: what a worker reports is bounded by it (timing.unexplained_us).
+both the same rounds (input seeds, sign seeds), one round per message (a KernelBench call per
+message, see below) so that no worker ever knows an input before its call, in batches, in the
+order R C C R R C C R ..., on the same CPU (pool.timing_cpus), so drift over time falls on both
+alike; it pauses the candidate's worker and everything it started (SIGSTOP: no CPU, no new GPU
+work) while the reference's batch runs, and the reference's worker first makes sure no other
+context holds the GPU. Every message's wall time is taken by the controller's own clock: what a
+worker reports is bounded by it (timing.unexplained_us).
+
+A KernelBench round (two phases) is k calls, each on its own input set: "prepare" makes the
+first set, and each "call" times one call on the set in hand and then makes the next (whose seed
+it carries). A worker holds one input set at a time, and never one before the call before it is
+over: it cannot do a later call's work early (in one batched call, or with the cache warm).
 
 It stops when the median ratio is known within `precision`, or its time budget is spent.
 """
@@ -70,41 +75,38 @@ class Budget:
     round_timeout_s: float = 20.0
     warmup_timeout_s: float = 60.0
     model_seed: int = 0
-    # KernelBench: a round is two messages, its inputs made first and then the call, so the
-    # controller's clock bounds the call on its own (verdicts.py); CUDA tasks run trusted host
-    # code only, one message a round
+    # KernelBench: the inputs are made in their own message (the first set of a round) or after
+    # the timed call, so the controller's clock bounds each call with little else in its
+    # message (verdicts.py); CUDA tasks run trusted host code only, one message a round
     two_phase: bool = False
 
 
-# Two phases: a round makes several input sets and times one call on each, so that what the
-# controller's clock cannot tell apart from honest noise (per round) is spread over the calls.
-ROUND_MS = 2.0  # a round's calls add up to about this much of the reference's time
+# Two phases: a round is several calls, each on its own input set, as many as fit ROUND_MS of
+# the reference's time: the statistics compare rounds, whose noise falls as they grow.
+ROUND_MS = 2.0
 MAX_CALLS = 16
-ROUND_INPUT_BYTES = 256 << 20  # and its input sets to no more than this
 
 
-def calls_per_round(ref_call_ms: Any, input_bytes: Any) -> int:
+def calls_per_round(ref_call_ms: Any) -> int:
     """How many timed calls a two-phase round holds, from the reference's own rounds (pure): as
-    many as fit ROUND_MS of the reference's time and ROUND_INPUT_BYTES of inputs, 1 to
-    MAX_CALLS."""
+    many as fit ROUND_MS of the reference's time, 1 to MAX_CALLS."""
     try:
-        ms, size = float(ref_call_ms), max(1, int(input_bytes))
+        ms = float(ref_call_ms)
     except (TypeError, ValueError):
         return 1
     if not ms > 0:
         return 1
-    k = min(MAX_CALLS, max(1, int(ROUND_MS / ms)))
-    return max(1, min(k, ROUND_INPUT_BYTES // size))
+    return min(MAX_CALLS, max(1, int(ROUND_MS / ms)))
 
 
-def _replies(header: dict[str, Any], who: str, calls: int | None) -> list[dict[str, Any]]:
-    """A round's replies, one per call, each with valid samples: `calls` of them in "results"
-    (two phases), or one in "result"."""
-    results = header.get("results") if calls else [header.get("result")]
+def _replies(header: dict[str, Any], who: str, two: bool) -> list[dict[str, Any]]:
+    """A message's replies, each with valid samples: one in "results" (two phases: one call a
+    message), or one in "result"."""
+    results = header.get("results") if two else [header.get("result")]
     if (
         header.get("type") != "round"
         or not isinstance(results, list)
-        or len(results) != (calls or 1)
+        or len(results) != 1
         or not all(_valid(r) for r in results)
     ):
         raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
@@ -129,7 +131,24 @@ def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:
         cand.resume()
     if header.get("type") != "measured":
         raise WorkerFailure("crashed", "the reference worker sent no valid samples")
-    return calls_per_round(header.get("ms"), header.get("input_bytes"))
+    return calls_per_round(header.get("ms"))
+
+
+def _calls(
+    box: Sandbox, group: list[list[int]], timeout_s: float, phase: str, who: str
+) -> tuple[float, list[dict[str, Any]]]:
+    """A two-phase round's calls, a message each: each times one call on the input set in hand,
+    then makes the next (its seed sent only now). Returns their wall ms by the controller's
+    clock, added up, and their replies."""
+    wall, replies = 0.0, []
+    for j, entry in enumerate(group):
+        after = [group[j + 1][0]] if j + 1 < len(group) else []
+        t0 = time.perf_counter()
+        box.send({"cmd": "call", "signs": [list(entry[1:])], "next": after})
+        header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
+        wall += (time.perf_counter() - t0) * 1e3
+        replies += _replies(header, who, True)
+    return wall, replies
 
 
 def _us(value: Any) -> float:
@@ -152,6 +171,8 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
     if budget.two_phase:
         out.calls = _measure(ref, cand, budget)
     for box in (ref, cand):
+        if pin:  # again: threads the warm-up started took the timing thread's CPU with them
+            box.pin(pin)
         box.spin(0.005)
     try:
         _batches(ref, cand, budget, out)
@@ -178,30 +199,26 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
                 cand.pause()
             try:
                 walls[side] = []
-                for i, group in enumerate(chunk):  # one round a message: no worker knows the next
-                    if two:  # inputs first, then the calls: each phase on the clock
+                for i, group in enumerate(chunk):  # no worker knows an input before its call
+                    if two:
                         t0 = time.perf_counter()
-                        input_seeds = [e[0] for e in group]
-                        box.send({"cmd": "prepare", "seeds": input_seeds, "probe": i == 0})
-                        first, _ = box.receive(budget.round_timeout_s * k, phase, Expect(sizes=()))
+                        box.send({"cmd": "prepare", "seeds": [group[0][0]], "probe": i == 0})
+                        first, _ = box.receive(budget.round_timeout_s, phase, Expect(sizes=()))
                         if first.get("type") != "ready":
                             raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
                         prepared = (time.perf_counter() - t0) * 1e3
-                        t0 = time.perf_counter()
-                        box.send({"cmd": "call", "signs": [list(e[1:]) for e in group]})
+                        wall, replies = _calls(box, group, budget.round_timeout_s, phase, who)
                     else:
                         t0, prepared = time.perf_counter(), 0.0
                         box.send({"cmd": "round", "round": group[0], "probe": i == 0})
-                    header, _ = box.receive(budget.round_timeout_s * k, phase, Expect(sizes=()))
-                    wall = (time.perf_counter() - t0) * 1e3
-                    replies = _replies(header, who, k if two else None)
+                        first, _ = box.receive(budget.round_timeout_s, phase, Expect(sizes=()))
+                        wall = (time.perf_counter() - t0) * 1e3
+                        replies = _replies(first, who, False)
                     (out.ref if side == "ref" else out.cand).extend(replies)
                     walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
                     (out.ref_prepare_ms if side == "ref" else out.cand_prepare_ms).append(prepared)
-                    if i == 0:
-                        if two:
-                            header = first
-                        quiet, settled = header.get("quiet_us"), header.get("settled_us")
+                    if i == 0:  # the batch's first message probed the GPU
+                        quiet, settled = first.get("quiet_us"), first.get("settled_us")
                         quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us
                         quiets.append(_us(quiet))
                         if side == "ref":

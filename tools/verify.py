@@ -51,7 +51,7 @@ class VerifyOptions:
     cache_dir: str | None = None  # CuPy's kernel cache for harness kernels; None: per Verifier
     build_cache_dir: str | None = None  # candidates' cubins (builds.py); None: per Verifier
     prestart: bool = False  # start the next check's workers as soon as one check ends
-    pin_cpus: bool = True  # time both workers on the same two CPUs
+    pin_cpus: bool = True  # time both workers, in turn, on the same CPUs
 
 
 def _describe(sizes: dict[str, int]) -> str:

@@ -178,12 +178,14 @@ class Worker:
                 reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
                 reply["result"] = rounds.round(*seeds_of(cmd["round"]))
                 self.send(reply)
-            elif kind == "prepare":  # two phases (KernelBench): input sets, then the timed calls
+            elif kind == "prepare":  # two phases (KernelBench): a round's first input set
                 ready = {"type": "ready", **self._probe(cmd)}
                 rounds.prepare(seeds_list(cmd["seeds"]))
                 self.send(ready)
-            elif kind == "call":
-                self.send({"type": "round", "results": rounds.call(signs_list(cmd["signs"]))})
+            elif kind == "call":  # then each call, and the next call's input set after it
+                after = seeds_list(cmd.get("next") or [], least=0)
+                results = rounds.call(signs_list(cmd["signs"]), after)
+                self.send({"type": "round", "results": results})
             elif kind == "post" and post is not None:
                 gc.enable()
                 post("post", cmd["trial"])

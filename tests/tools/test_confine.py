@@ -187,3 +187,94 @@ def test_a_worker_sees_only_the_software_it_runs_on(payload: Payload) -> None:
     assert header["/usr/bin"] and header[sys.executable]
     assert header["quota"] == "No space left on device"  # scratch is capped
     assert any("only the software it runs on" in n for n in header["notes"])
+
+
+STAY_PUT = """\
+import os, subprocess, sys, threading
+from kernelwright.tools.confine import _stay_put
+print(_stay_put(), flush=True)
+def tries():
+    try:
+        os.sched_setaffinity(0, os.sched_getaffinity(0) | {0})
+        return "allowed"
+    except PermissionError:
+        return "refused"
+seen = [tries()]
+t = threading.Thread(target=lambda: seen.append(tries()))
+t.start(); t.join()
+child = "import os\\ntry:\\n os.sched_setaffinity(0, {0}); print('allowed')\\n" \\
+    "except PermissionError: print('refused')"
+out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True).stdout
+seen.append(out.strip())
+print(" ".join(seen), flush=True)
+sys.stdin.readline()  # pinned from outside meanwhile
+print(sorted(os.sched_getaffinity(0)), flush=True)
+"""
+
+
+@pytest.mark.skipif(
+    os.uname().machine not in ("x86_64", "aarch64"), reason="filter for x86_64, aarch64"
+)
+def test_a_worker_cannot_move_itself_off_the_cpu_it_is_timed_on() -> None:
+    """Where a worker runs is the controller's choice: the worker, its threads and its children
+    are refused sched_setaffinity (a candidate could move to a faster CPU than the reference's),
+    while the controller, outside, still pins them."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STAY_PUT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    note = proc.stdout.readline()
+    if "not enforced" in note:
+        pytest.skip(note.strip())
+    assert proc.stdout.readline().split() == ["refused"] * 3
+    cpu = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(proc.pid, {cpu})
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline().strip() == str([cpu])
+    assert proc.wait(10) == 0
+
+
+def test_the_filter_is_built_only_for_known_architectures() -> None:
+    from kernelwright.tools.confine import stay_put_filter
+
+    assert stay_put_filter("sparc") is None
+    x86 = stay_put_filter("x86_64")
+    arm = stay_put_filter("aarch64")
+    assert x86 is not None and arm is not None
+    assert len(x86) == 8 * 8 and len(arm) == 7 * 8  # x86_64 also refuses every x32 call
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_the_timing_thread_alone_on_its_cpu_the_rest_beside_it(payload: Payload) -> None:
+    """pin() puts the thread that times calls (the confined worker's main thread) on the
+    highest CPU given, and its other threads and children on the rest."""
+    cmd = payload("""
+        import threading
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        write_message(1, {"notes": notes})
+        FrameReader(0).read_message(time.monotonic() + 20)
+        me = os.getpid()
+        seen = {}
+        for tid in os.listdir("/proc/self/task"):
+            seen["main" if int(tid) == me else "thread"] = sorted(os.sched_getaffinity(int(tid)))
+        seen["child"] = sorted(os.sched_getaffinity(child.pid))
+        write_message(1, seen)
+        child.kill()
+    """)
+    lo, hi = sorted(os.sched_getaffinity(0))[:2]
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        header, _ = box.receive(20, "starting")
+        _confined(header)
+        box.pin({lo, hi})
+        box.send({})
+        seen, _ = box.receive(20, "pinned")
+    assert {k: seen[k] for k in ("main", "thread", "child")} == {
+        "main": [hi],
+        "thread": [lo],
+        "child": [lo],
+    }

@@ -155,12 +155,15 @@ def test_calls_far_slower_than_the_budget_stop_after_one_pair_of_batches() -> No
     assert len(fast.ref) == 32  # the minimum of 24 rounds, in whole R C C R pairs
 
 
-def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
-    """KernelBench rounds: a worker learns a round's sign seeds only when the call is asked
-    for, after it has said its inputs are made; both phases are on the controller's clock."""
+def test_two_phases_each_input_set_only_after_the_call_before_it() -> None:
+    """KernelBench rounds: a worker is given a call's input seed only with the call before it
+    (or as the round starts), and its sign seeds only with the call itself: it never holds a
+    later call's input early. Every message is on the controller's clock."""
     sent: list[dict[str, Any]] = []
 
     class TwoPhase(FakeWorker):
+        held: list[int] = []  # noqa: RUF012 (each instance sets its own)
+
         def send(self, header: dict[str, Any], arrays: Any = None) -> None:
             sent.append(header)
             super().send(header, arrays)
@@ -168,16 +171,17 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
             cmd = self.pending
             if cmd["cmd"] == "prepare":
-                assert set(cmd) == {"cmd", "seeds", "probe"}
-                self.seeds = cmd["seeds"]
+                assert set(cmd) == {"cmd", "seeds", "probe"} and len(cmd["seeds"]) == 1
+                assert not self.held, "a new round began with an input set still in hand"
+                self.held = cmd["seeds"]
                 return {"type": "ready", "quiet_us": 10.0, "settled_us": 10.0}, []
             if cmd["cmd"] == "call":
-                assert len(cmd["signs"]) == len(self.seeds)
-                results = []
-                for seed, signs in zip(self.seeds, cmd["signs"], strict=True):
-                    self.pending = {"cmd": "round", "round": [seed, *signs], "probe": 0}
-                    results.append(super().receive(*args, **kwargs)[0]["result"])
-                return {"type": "round", "results": results}, []
+                assert len(cmd["signs"]) == len(self.held) == 1 and len(cmd["next"]) <= 1
+                self.pending = {"cmd": "round", "round": [*self.held, *cmd["signs"][0]]}
+                self.pending["probe"] = 0
+                self.held = cmd["next"]
+                result = super().receive(*args, **kwargs)[0]["result"]
+                return {"type": "round", "results": [result]}, []
             return super().receive(*args, **kwargs)
 
     ref, cand = TwoPhase("ref", [], 1.0), TwoPhase("cand", [], 0.5)
@@ -186,6 +190,7 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
     assert ref.rounds_seen == cand.rounds_seen and len(ref.rounds_seen) == 32
     kinds = [h["cmd"] for h in sent if h["cmd"] in ("prepare", "call")]
     assert kinds == ["prepare", "call"] * 64
+    assert all(h["next"] == [] for h in sent if h["cmd"] == "call")
     assert len(out.ref_prepare_ms) == len(out.cand_prepare_ms) == 32
     assert len(out.ref_quiet_us) == 4 and all(q == 10.0 for q in out.ref_quiet_us)
 
@@ -201,10 +206,10 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
     class Fast(TwoPhase):  # a reference whose forward takes 0.25 ms: 8 calls a round
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
             if self.pending["cmd"] == "warmup":  # side by side: a busy candidate could slow it
-                return {"type": "warm", "ms": 5.0, "input_bytes": 1 << 20}, []
+                return {"type": "warm", "ms": 5.0}, []
             if self.pending["cmd"] == "measure":
                 assert cand.paused, "the reference was measured beside a running candidate"
-                return {"type": "measured", "ms": 0.25, "input_bytes": 1 << 20}, []
+                return {"type": "measured", "ms": 0.25}, []
             return super().receive(*args, **kwargs)
 
     sent.clear()
@@ -214,15 +219,17 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
     assert not cand.paused
     assert ref.rounds_seen == cand.rounds_seen
     assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
-    prepares = [h for h in sent if h["cmd"] == "prepare"]
-    assert len(prepares) == 8 and all(len(h["seeds"]) == 8 for h in prepares)
+    kinds = [h["cmd"] for h in sent if h["cmd"] in ("prepare", "call")]
+    assert kinds == (["prepare"] + ["call"] * 8) * 8  # a round: a set, then 8 calls
+    nexts = [len(h["next"]) for h in sent if h["cmd"] == "call"]
+    assert nexts == ([1] * 7 + [0]) * 8  # each call brings the next's seed, the last none
     assert len(out.ref_prepare_ms) == 4 and all(w[4] == 8 for w in out.walls)
 
-    class Short(TwoPhase):  # a round's reply with fewer results than calls asked for
+    class Short(TwoPhase):  # a call's reply with no result
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
             header, arrays = super().receive(*args, **kwargs)
             if header.get("results"):
-                header["results"] = header["results"][:-1]
+                header["results"] = []
             return header, arrays
 
     with pytest.raises(WorkerFailure, match="no valid"):
@@ -231,20 +238,16 @@ def test_two_phases_the_inputs_first_and_the_signs_only_with_the_call() -> None:
 
 
 @pytest.mark.parametrize(
-    ("ms", "input_bytes", "calls"),
+    ("ms", "calls"),
     [
-        (0.15, 1 << 19, 13),  # a tiny forward: as many as fit 2 ms
-        (0.01, 1 << 10, schedule.MAX_CALLS),
-        (2.5, 1 << 20, 1),  # today's sizes: one a round, as before
-        (0.1, 100 << 20, 2),  # large inputs: as many sets as fit 256 MiB
-        (0.1, 1 << 30, 1),
-        (None, 1, 1),  # nothing said, or nonsense: one
-        (-1.0, 1, 1),
-        ("x", 1, 1),
-        (float("nan"), 1, 1),
+        (0.15, 13),  # a tiny forward: as many as fit 2 ms
+        (0.01, schedule.MAX_CALLS),
+        (2.5, 1),  # today's sizes: one a round, as before
+        (None, 1),  # nothing said, or nonsense: one
+        (-1.0, 1),
+        ("x", 1),
+        (float("nan"), 1),
     ],
 )
-def test_calls_a_round_from_the_references_own_rounds(
-    ms: Any, input_bytes: int, calls: int
-) -> None:
-    assert schedule.calls_per_round(ms, input_bytes) == calls
+def test_calls_a_round_from_the_references_own_rounds(ms: Any, calls: int) -> None:
+    assert schedule.calls_per_round(ms) == calls
