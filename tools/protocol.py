@@ -24,13 +24,9 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
                       message, in batches in turn (W is paused while R's batch runs)
                    -> {"type": "round", "quiet_us"?, "settled_us"?, "result": {ms, host_ms,
                       inputs, inputs_after, unwritten, guards, sketch, meta, problem?}}
-  KernelBench      instead, after C -> R <- {"cmd": "measure", "calls", "probe"} ->
-                      {"type": "measured", "ms"} (W paused), rounds of k calls:
-  C -> R, W        <- {"cmd": "prepare", "seeds": [seed], "probe"} -> {"type": "ready",
-                      "quiet_us"?, "settled_us"?}: the round's first input set made
-                   <- {"cmd": "call", "signs": [[sign0, sign1]], "next": [seed] or []} ->
-                      {"type": "round", "results": [{ms, host_ms, sketch, meta, problem?}]},
-                      k times: one timed call, then the next call's input set made
+  KernelBench      the same "round" message a call, its result {ms, host_ms, sketch, meta,
+                      problem?}; rounds of k calls, k from C -> R <- {"cmd": "measure",
+                      "calls", "probe"} -> {"type": "measured", "ms"} (W paused)
   C -> W           <- {"cmd": "post", "trial"} -> outputs as for a trial, at the bench size
   C -> R, W        <- {"cmd": "done"} -> {"type": "done"}
 """

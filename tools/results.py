@@ -85,7 +85,6 @@ class TimingResult(Result):
     # samples explain, beyond the reference's worker (verdicts.py)
     unexplained_us: float | None = None
     # per round, how much longer the candidate's worker took to make the same input sets
-    prepare_us: float | None = None
     charged_us: float = 0.0  # added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None
     clocks_after: ClockSample | None = None

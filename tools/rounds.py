@@ -4,13 +4,12 @@ candidate's, so both do the same harness work around each timed call.
 A CUDA task's round, for one seed from the controller: fresh inputs in fresh buffers (never seen
 before by anyone) at offsets drawn from the seed, their checksums, poisoned outputs, the L2
 flush, one timed call, the outputs' unwritten elements and the inputs' checksums again, and a
-sketch of every output with the round's sign seeds (sketch.py). A KernelBench round is a message
-per call: the first makes an input set, fresh from its seed; each call's times one call on the
-set in hand (L2 flushed, the GPU idle), sketches its outputs, lets the set go and only then
-makes the next (its seed comes with the call). No input checksums, for what that worker says of
-its inputs proves nothing. Nothing survives a call: no input can be recognised, no output
-reused, and no later call's input is in hand early. The controller, which alone sees both
-workers' rounds, judges them (judge.py).
+sketch of every output with the round's sign seeds (sketch.py). A KernelBench call, for one
+seed: an input set made fresh from it, L2 flushed, the GPU idle, one timed call, a sketch of
+every output; no input checksums, for what that worker says of its inputs proves nothing.
+Nothing survives a call: no input can be recognised, no output reused, and no later call's
+input exists while it runs. The controller, which alone sees both workers' rounds, judges them
+(judge.py).
 """
 
 from __future__ import annotations
@@ -87,32 +86,13 @@ class TorchRounds:
 
     def __init__(self, runner: Any, model: Any, clock: Any) -> None:
         self.runner, self.model, self.clock = runner, model, clock
-        self._inputs: list[Any] = []
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
-        self.prepare([seed])
-        return self.call([signs])[0]
-
-    def prepare(self, seeds: list[int]) -> None:
-        """An input set made fresh for each seed (the problem's own Python), then L2 flushed and
-        the GPU idle: the next call starts from there."""
-        self._inputs = [self.runner.fresh_inputs(seed) for seed in seeds]
+        """One call: its input set made fresh from `seed` (the problem's own Python), L2
+        flushed and the GPU idle, the call timed, its outputs sketched."""
+        inputs = self.runner.fresh_inputs(seed)
         self.clock.ready()
-
-    def call(self, signs: list[tuple[int, int]], after: list[int] | None = None) -> list[Any]:
-        """Timed calls, one on each input set in hand in turn (L2 flushed and the GPU idle
-        before each), their outputs' sketches; then, those sets let go, the sets for `after`'s
-        seeds made (the next call's)."""
-        sets, self._inputs = self._inputs, []
-        replies = []
-        for i, (inputs, pair) in enumerate(zip(sets, signs, strict=True)):
-            if i:
-                self.clock.ready()
-            replies.append(self._one(inputs, pair))
-        del sets
-        if after:
-            self.prepare(after)
-        return replies
+        return self._one(inputs, signs)
 
     def _one(self, inputs: list[Any], signs: tuple[int, int]) -> dict[str, Any]:
         import torch
@@ -175,22 +155,3 @@ def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:
     """A round's (input seed, sign seeds) from the controller's command, validated."""
     seed, s0, s1 = (int(v) for v in entry)
     return seed, (s0, s1)
-
-
-def signs_of(entry: Any) -> tuple[int, int]:
-    """A call's sign seeds (two phases: sent only with the call, after the inputs are made)."""
-    s0, s1 = (int(v) for v in entry)
-    return s0, s1
-
-
-def seeds_list(entry: Any, least: int = 1) -> list[int]:
-    """Input seeds, one per call (`least` to 64), validated."""
-    seeds = [int(v) for v in entry]
-    if not least <= len(seeds) <= 64:
-        raise ValueError(f"{len(seeds)} input seeds in a round")
-    return seeds
-
-
-def signs_list(entry: Any) -> list[tuple[int, int]]:
-    """Sign seeds, a pair per call."""
-    return [signs_of(pair) for pair in entry]

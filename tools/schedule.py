@@ -2,18 +2,18 @@
 
 The reference and the candidate are timed in their own processes, never in one: a candidate
 can reach nothing of the reference's (its buffers, its model, its clock). The controller hands
-both the same rounds (input seeds, sign seeds), one round per message (a KernelBench call per
-message, see below) so that no worker ever knows an input before its call, in batches, in the
-order R C C R R C C R ..., on the same CPU (pool.timing_cpus), so drift over time falls on both
-alike; it pauses the candidate's worker and everything it started (SIGSTOP: no CPU, no new GPU
-work) while the reference's batch runs, and the reference's worker first makes sure no other
-context holds the GPU. Every message's wall time is taken by the controller's own clock: what a
-worker reports is bounded by it (timing.unexplained_us).
+both the same calls (an input seed and sign seeds each), one call per message, so that no
+worker knows an input before the message that times it: it makes the input set, then times the
+call on it. No later call's input exists while a call runs, so no call's work can be done
+early (batched with the next, or with the cache warm). Calls go in batches, in the order
+R C C R R C C R ..., on the same CPU (pool.timing_cpus), so drift over time falls on both alike;
+the controller pauses the candidate's worker and everything it started (SIGSTOP: no CPU, no new
+GPU work) while the reference's batch runs, and the reference's worker first makes sure no
+other context holds the GPU. Every message's wall time is taken by the controller's own clock:
+what a worker reports is bounded by it (timing.unexplained_us).
 
-A KernelBench round (two phases) is k calls, each on its own input set: "prepare" makes the
-first set, and each "call" times one call on the set in hand and then makes the next (whose seed
-it carries). A worker holds one input set at a time, and never one before the call before it is
-over: it cannot do a later call's work early (in one batched call, or with the cache warm).
+A round is one call (CUDA tasks) or, for KernelBench problems, as many as fit about 2 ms of the
+reference's time: the statistics compare rounds (the mean of their calls).
 
 It stops when the median ratio is known within `precision`, or its time budget is spent.
 """
@@ -45,11 +45,8 @@ class Rounds:
     ref_quiet_us: list[float] = field(default_factory=list)
     cand_quiet_us: list[float] = field(default_factory=list)
     ref_settled_us: list[float] = field(default_factory=list)
-    # per round, each side's first phase by the controller's clock (two phases; else 0)
-    ref_prepare_ms: list[float] = field(default_factory=list)
-    cand_prepare_ms: list[float] = field(default_factory=list)
     wall_ms: float = 0.0
-    calls: int = 1  # timed calls a round (two phases: each on its own input set)
+    calls: int = 1  # timed calls a round, each on its own input set
 
     def ms(self, side: str) -> list[float]:
         return [float(r["ms"]) for r in (self.ref if side == "ref" else self.cand)]
@@ -75,21 +72,20 @@ class Budget:
     round_timeout_s: float = 20.0
     warmup_timeout_s: float = 60.0
     model_seed: int = 0
-    # KernelBench: the inputs are made in their own message (the first set of a round) or after
-    # the timed call, so the controller's clock bounds each call with little else in its
-    # message (verdicts.py); CUDA tasks run trusted host code only, one message a round
-    two_phase: bool = False
+    # KernelBench: rounds of several calls, sized from the reference's own time (measured with
+    # the candidate's worker paused); CUDA tasks: one call a round
+    several_calls: bool = False
 
 
-# Two phases: a round is several calls, each on its own input set, as many as fit ROUND_MS of
-# the reference's time: the statistics compare rounds, whose noise falls as they grow.
+# A round's calls add up to about ROUND_MS of the reference's time: the statistics compare
+# rounds, whose noise falls as they grow.
 ROUND_MS = 2.0
 MAX_CALLS = 16
 
 
 def calls_per_round(ref_call_ms: Any) -> int:
-    """How many timed calls a two-phase round holds, from the reference's own rounds (pure): as
-    many as fit ROUND_MS of the reference's time, 1 to MAX_CALLS."""
+    """How many timed calls a round holds, from the reference's own rounds (pure): as many as
+    fit ROUND_MS of the reference's time, 1 to MAX_CALLS."""
     try:
         ms = float(ref_call_ms)
     except (TypeError, ValueError):
@@ -99,18 +95,12 @@ def calls_per_round(ref_call_ms: Any) -> int:
     return min(MAX_CALLS, max(1, int(ROUND_MS / ms)))
 
 
-def _replies(header: dict[str, Any], who: str, two: bool) -> list[dict[str, Any]]:
-    """A message's replies, each with valid samples: one in "results" (two phases: one call a
-    message), or one in "result"."""
-    results = header.get("results") if two else [header.get("result")]
-    if (
-        header.get("type") != "round"
-        or not isinstance(results, list)
-        or len(results) != 1
-        or not all(_valid(r) for r in results)
-    ):
+def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
+    """A call's reply, with valid samples."""
+    result = header.get("result")
+    if header.get("type") != "round" or not isinstance(result, dict) or not _valid(result):
         raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
-    return results
+    return result
 
 
 def _valid(result: Any) -> bool:
@@ -134,21 +124,21 @@ def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:
     return calls_per_round(header.get("ms"))
 
 
-def _calls(
-    box: Sandbox, group: list[list[int]], timeout_s: float, phase: str, who: str
-) -> tuple[float, list[dict[str, Any]]]:
-    """A two-phase round's calls, a message each: each times one call on the input set in hand,
-    then makes the next (its seed sent only now). Returns their wall ms by the controller's
-    clock, added up, and their replies."""
-    wall, replies = 0.0, []
+def _round(
+    box: Sandbox, group: list[list[int]], probe: bool, timeout_s: float, phase: str, who: str
+) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+    """A round's calls, a message each, with its input seed and sign seeds (`probe`: the first
+    waits for the GPU to be quiet). Returns their wall ms by the controller's clock, added up,
+    their replies, and the first's header."""
+    wall, replies, first = 0.0, [], dict[str, Any]()
     for j, entry in enumerate(group):
-        after = [group[j + 1][0]] if j + 1 < len(group) else []
         t0 = time.perf_counter()
-        box.send({"cmd": "call", "signs": [list(entry[1:])], "next": after})
+        box.send({"cmd": "round", "round": entry, "probe": probe and j == 0})
         header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
         wall += (time.perf_counter() - t0) * 1e3
-        replies += _replies(header, who, True)
-    return wall, replies
+        replies.append(_reply(header, who))
+        first = first or header
+    return wall, replies, first
 
 
 def _us(value: Any) -> float:
@@ -168,7 +158,7 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
         header, _ = box.receive(budget.warmup_timeout_s, f"warming up the {who}", Expect(sizes=()))
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
-    if budget.two_phase:
+    if budget.several_calls:
         out.calls = _measure(ref, cand, budget)
     for box in (ref, cand):
         if pin:  # again: threads the warm-up started took the timing thread's CPU with them
@@ -194,29 +184,17 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
         walls: dict[str, list[tuple[float, float]]] = {}
         for side in ("ref", "cand") if pairs % 2 == 0 else ("cand", "ref"):
             box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
-            phase, two = f"timing the {who}", budget.two_phase
+            phase = f"timing the {who}"
             if side == "ref":
                 cand.pause()
             try:
                 walls[side] = []
-                for i, group in enumerate(chunk):  # no worker knows an input before its call
-                    if two:
-                        t0 = time.perf_counter()
-                        box.send({"cmd": "prepare", "seeds": [group[0][0]], "probe": i == 0})
-                        first, _ = box.receive(budget.round_timeout_s, phase, Expect(sizes=()))
-                        if first.get("type") != "ready":
-                            raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
-                        prepared = (time.perf_counter() - t0) * 1e3
-                        wall, replies = _calls(box, group, budget.round_timeout_s, phase, who)
-                    else:
-                        t0, prepared = time.perf_counter(), 0.0
-                        box.send({"cmd": "round", "round": group[0], "probe": i == 0})
-                        first, _ = box.receive(budget.round_timeout_s, phase, Expect(sizes=()))
-                        wall = (time.perf_counter() - t0) * 1e3
-                        replies = _replies(first, who, False)
+                for i, group in enumerate(chunk):
+                    wall, replies, first = _round(
+                        box, group, i == 0, budget.round_timeout_s, phase, who
+                    )
                     (out.ref if side == "ref" else out.cand).extend(replies)
                     walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
-                    (out.ref_prepare_ms if side == "ref" else out.cand_prepare_ms).append(prepared)
                     if i == 0:  # the batch's first message probed the GPU
                         quiet, settled = first.get("quiet_us"), first.get("settled_us")
                         quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us

@@ -82,12 +82,6 @@ class _Timed:
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         return self.rounds.round(seed, signs)
 
-    def prepare(self, seeds: list[int]) -> None:
-        self.rounds.prepare(seeds)
-
-    def call(self, signs: list[tuple[int, int]], after: list[int] | None = None) -> list[Any]:
-        return self.rounds.call(signs, after)
-
 
 def torch_reference(w: Any) -> None:
     import torch

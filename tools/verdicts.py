@@ -5,20 +5,18 @@ A KernelBench candidate is Python in the process that times it, so its samples a
 only as far as the controller's clock bears them out. Per round, the candidate's worker may
 keep the controller waiting longer than its samples explain, beyond what the reference's worker
 took for the same harness work: that is time spent where its samples do not look (work left
-outside its timed window, or samples forged). A round of k calls is k + 1 messages, each on the
-controller's clock: its first input set is made (the problem's own Python), then each call is
-asked for, timed and answered with its samples and sketches, and the next call's input set
-made (schedule.py). Both workers run on the same CPU in turn, so honest ones differ only by
-noise: a few microseconds a message, a little more for each input set made (allowances_us).
-What exceeds it is charged to the candidate's time; more than its whole measured time, and the
-timing is refused as implausible. A CUDA task's
+outside its timed window, or samples forged). Each call is a message on the controller's
+clock: its input set is made (the problem's own Python), the call timed, and its outputs
+sketched (schedule.py). Both workers are timed on the same CPU in turn, so honest ones differ
+only by noise: a few microseconds a call (ALLOW_CALL_US). What exceeds it is charged to the
+candidate's time; more than its whole measured time, and the timing is refused as
+implausible. A CUDA task's
 candidate has no host code: its worker's samples are the harness's own, and the figure is
 reported, not charged.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,50 +35,29 @@ from .timing import (
     unexplained_us,
 )
 
-# What two honest workers' messages may differ by on the controller's clock:
-# (measured on an H100 VM with both workers timed on one CPU: honest workers running the same
-# model differed by -17 to +29 us on a first set, and by -3 to +5 us a call; docs/benchmarks.md)
-ALLOW_US = 40.0  # a round's first: its first input set made (the problem's own Python)
-ALLOW_CALL_US = 4.0  # each call's: the call, its outputs' sketches, two messages ...
-ALLOW_SET_US = 4.0  # ... and this when it also makes the next call's input set
+# What two honest workers' calls may differ by on the controller's clock (making the input set,
+# the call, its outputs' sketches, two messages). Measured on an H100 VM, both workers timed on
+# one CPU: honest candidates' calls took -32 to +5 us longer than the reference's beyond their
+# samples (docs/benchmarks.md).
+ALLOW_CALL_US = 8.0
 
 
-def allowances_us(calls: int) -> tuple[float, float]:
-    """(calls, first input set) allowance per call for rounds of `calls` calls (pure)."""
-    k = max(1, calls)
-    return ALLOW_CALL_US + ALLOW_SET_US * (k - 1) / k, ALLOW_US / k
+def charge_us(unexplained: float, python: bool) -> float:
+    """What a candidate is charged per call beyond its own samples (pure): its calls'
+    unexplained time beyond the allowance: work done outside the timed window (on the inputs
+    before the call, or after it), or samples forged."""
+    return max(0.0, unexplained - ALLOW_CALL_US) if python else 0.0
 
 
-def charge_us(unexplained: float, python: bool, prepare: float = 0.0, calls: int = 1) -> float:
-    """What a candidate is charged per call beyond its own samples (pure): the calls'
-    unexplained time (per call) beyond its allowance, and a slower first input set than the
-    reference's (per round, over its `calls` calls) beyond its own: work done on the inputs
-    before the call was asked for."""
-    if not python:
-        return 0.0
-    call_allow, input_allow = allowances_us(calls)
-    return max(0.0, unexplained - call_allow) + max(0.0, prepare / max(1, calls) - input_allow)
-
-
-def unexplained_problem(charged: float, cand_median_ms: float, python: bool, calls: int = 1) -> str:
+def unexplained_problem(charged: float, cand_median_ms: float, python: bool) -> str:
     if python and charged > cand_median_ms * 1e3:
-        call_allow, input_allow = allowances_us(calls)
         return (
             f"implausible: work escaped the timed region: the candidate's worker kept the "
             f"controller waiting {charged:.0f} us per call longer than its samples explain "
-            f"(beyond the reference's harness and the {call_allow:.0f} us a call and "
-            f"{input_allow:.0f} us of a round's first input set, two honest workers may differ "
-            f"by, per call), more than "
-            f"its own {cand_median_ms * 1e3:.0f} us"
+            f"(beyond the reference's harness and the {ALLOW_CALL_US:.0f} us two honest "
+            f"workers may differ by), more than its own {cand_median_ms * 1e3:.0f} us"
         )
     return ""
-
-
-def prepare_excess_us(rounds: Rounds) -> float:
-    """Per round, how much longer the candidate's worker took than the reference's to make the
-    same first input set (two phases; 0 otherwise), the median in us (pure)."""
-    pairs = [c - r for c, r in zip(rounds.cand_prepare_ms, rounds.ref_prepare_ms, strict=False)]
-    return statistics.median(pairs) * 1e3 if pairs else 0.0
 
 
 def timing_notes(
@@ -113,12 +90,9 @@ def timing(
     ]
     ref_ms, cand_ms = rounds.round_ms("ref"), rounds.round_ms("cand")  # per call, by round
     unexplained = unexplained_us(rounds.walls)
-    prepare = prepare_excess_us(rounds)
     python = isinstance(task, KernelBenchTask)  # candidate code beside its own timing
-    charged = charge_us(unexplained, python, prepare, rounds.calls)
-    problems.append(
-        unexplained_problem(charged, summarize(cand_ms).median_ms, python, rounds.calls)
-    )
+    charged = charge_us(unexplained, python)
+    problems.append(unexplained_problem(charged, summarize(cand_ms).median_ms, python))
     cand_ms = [ms + charged / 1e3 for ms in cand_ms]  # what the controller's clock bears out
     cand = summarize(cand_ms)
     # The reference's worker waits (up to 2 s) until no other context holds the GPU before
@@ -152,7 +126,6 @@ def timing(
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,
-        prepare_us=prepare,
         charged_us=charged,
         clocks_before=before,
         clocks_after=after,

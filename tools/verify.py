@@ -330,7 +330,7 @@ class Verifier:
             round_timeout_s=self._run_timeout(task),
             warmup_timeout_s=self.options.python_compile_timeout_s,
             model_seed=secrets.randbits(31),
-            two_phase=True,
+            several_calls=True,
         )
 
     def _trial(

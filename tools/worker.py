@@ -159,7 +159,7 @@ class Worker:
         into whichever batch crosses its threshold."""
         import gc
 
-        from .rounds import seeds_list, seeds_of, signs_list, warm_up
+        from .rounds import seeds_of, warm_up
 
         while True:
             cmd = self.command()
@@ -178,14 +178,6 @@ class Worker:
                 reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
                 reply["result"] = rounds.round(*seeds_of(cmd["round"]))
                 self.send(reply)
-            elif kind == "prepare":  # two phases (KernelBench): a round's first input set
-                ready = {"type": "ready", **self._probe(cmd)}
-                rounds.prepare(seeds_list(cmd["seeds"]))
-                self.send(ready)
-            elif kind == "call":  # then each call, and the next call's input set after it
-                after = seeds_list(cmd.get("next") or [], least=0)
-                results = rounds.call(signs_list(cmd["signs"]), after)
-                self.send({"type": "round", "results": results})
             elif kind == "post" and post is not None:
                 gc.enable()
                 post("post", cmd["trial"])

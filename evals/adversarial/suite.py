@@ -196,7 +196,6 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
             figures = {
                 "ref_ms": t.reference.median_ms,
                 "cand_ms": t.candidate.median_ms,
-                "prepare_us": t.prepare_us,
             }
         if case.sanitize and report.ok:
             found = sanitize(task, candidate, verifier.options.backend)

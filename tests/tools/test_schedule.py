@@ -155,55 +155,18 @@ def test_calls_far_slower_than_the_budget_stop_after_one_pair_of_batches() -> No
     assert len(fast.ref) == 32  # the minimum of 24 rounds, in whole R C C R pairs
 
 
-def test_two_phases_each_input_set_only_after_the_call_before_it() -> None:
-    """KernelBench rounds: a worker is given a call's input seed only with the call before it
-    (or as the round starts), and its sign seeds only with the call itself: it never holds a
-    later call's input early. Every message is on the controller's clock."""
+def test_kernelbench_rounds_a_call_a_message_sized_by_the_reference() -> None:
+    """KernelBench rounds: several calls, each in a message of its own with its own input seed
+    and sign seeds (a worker never knows an input before the message that times it); as many
+    calls a round as fit 2 ms of the reference's time, measured with the candidate paused."""
     sent: list[dict[str, Any]] = []
 
-    class TwoPhase(FakeWorker):
-        held: list[int] = []  # noqa: RUF012 (each instance sets its own)
-
+    class Logged(FakeWorker):
         def send(self, header: dict[str, Any], arrays: Any = None) -> None:
             sent.append(header)
             super().send(header, arrays)
 
-        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
-            cmd = self.pending
-            if cmd["cmd"] == "prepare":
-                assert set(cmd) == {"cmd", "seeds", "probe"} and len(cmd["seeds"]) == 1
-                assert not self.held, "a new round began with an input set still in hand"
-                self.held = cmd["seeds"]
-                return {"type": "ready", "quiet_us": 10.0, "settled_us": 10.0}, []
-            if cmd["cmd"] == "call":
-                assert len(cmd["signs"]) == len(self.held) == 1 and len(cmd["next"]) <= 1
-                self.pending = {"cmd": "round", "round": [*self.held, *cmd["signs"][0]]}
-                self.pending["probe"] = 0
-                self.held = cmd["next"]
-                result = super().receive(*args, **kwargs)[0]["result"]
-                return {"type": "round", "results": [result]}, []
-            return super().receive(*args, **kwargs)
-
-    ref, cand = TwoPhase("ref", [], 1.0), TwoPhase("cand", [], 0.5)
-    out = _run(ref, cand, batch=8, seconds=60.0, two_phase=True)
-    assert out.calls == 1  # the reference said nothing of its calls' time: one a round
-    assert ref.rounds_seen == cand.rounds_seen and len(ref.rounds_seen) == 32
-    kinds = [h["cmd"] for h in sent if h["cmd"] in ("prepare", "call")]
-    assert kinds == ["prepare", "call"] * 64
-    assert all(h["next"] == [] for h in sent if h["cmd"] == "call")
-    assert len(out.ref_prepare_ms) == len(out.cand_prepare_ms) == 32
-    assert len(out.ref_quiet_us) == 4 and all(q == 10.0 for q in out.ref_quiet_us)
-
-    class Silent(TwoPhase):
-        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
-            if self.pending["cmd"] == "prepare":
-                return {"type": "round"}, []
-            return super().receive(*args, **kwargs)
-
-    with pytest.raises(WorkerFailure, match="no valid"):
-        _run(TwoPhase("ref", [], 1.0), Silent("cand", [], 0.5), two_phase=True)
-
-    class Fast(TwoPhase):  # a reference whose forward takes 0.25 ms: 8 calls a round
+    class Fast(Logged):  # a reference whose forward takes 0.25 ms: 8 calls a round
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
             if self.pending["cmd"] == "warmup":  # side by side: a busy candidate could slow it
                 return {"type": "warm", "ms": 5.0}, []
@@ -212,29 +175,29 @@ def test_two_phases_each_input_set_only_after_the_call_before_it() -> None:
                 return {"type": "measured", "ms": 0.25}, []
             return super().receive(*args, **kwargs)
 
-    sent.clear()
-    ref, cand = Fast("ref", [], 0.25), TwoPhase("cand", [], 0.1)
-    out = _run(ref, cand, batch=16, seconds=60.0, two_phase=True)
+    ref, cand = Fast("ref", [], 0.25), Logged("cand", [], 0.1)
+    out = _run(ref, cand, batch=16, seconds=60.0, several_calls=True)
     assert out.calls == 8 and len(out.ref) == len(out.cand) == 32
     assert not cand.paused
     assert ref.rounds_seen == cand.rounds_seen
     assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
-    kinds = [h["cmd"] for h in sent if h["cmd"] in ("prepare", "call")]
-    assert kinds == (["prepare"] + ["call"] * 8) * 8  # a round: a set, then 8 calls
-    nexts = [len(h["next"]) for h in sent if h["cmd"] == "call"]
-    assert nexts == ([1] * 7 + [0]) * 8  # each call brings the next's seed, the last none
-    assert len(out.ref_prepare_ms) == 4 and all(w[4] == 8 for w in out.walls)
+    calls = [h for h in sent if h["cmd"] == "round"]
+    assert len(calls) == 64 and all(len(h["round"]) == 3 for h in calls)
+    assert sum(h["probe"] for h in calls) == 4  # the first call of each batch (two a side)
+    assert len(out.walls) == 4 and all(w[4] == 8 for w in out.walls)
 
-    class Short(TwoPhase):  # a call's reply with no result
+    class Silent(FakeWorker):
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
-            header, arrays = super().receive(*args, **kwargs)
-            if header.get("results"):
-                header["results"] = []
-            return header, arrays
+            if self.pending["cmd"] == "round":
+                return {"type": "round"}, []
+            return super().receive(*args, **kwargs)
 
     with pytest.raises(WorkerFailure, match="no valid"):
-        ref, cand = Fast("ref", [], 0.25), Short("cand", [], 0.1)
-        _run(ref, cand, two_phase=True)
+        _run(FakeWorker("ref", [], 1.0), Silent("cand", [], 0.5), several_calls=True)
+
+    ref = FakeWorker("ref", [], 1.0)  # said nothing of its calls' time: one a round
+    out = _run(ref, FakeWorker("cand", [], 0.5), batch=8, seconds=60.0, several_calls=True)
+    assert out.calls == 1 and len(ref.rounds_seen) == 32
 
 
 @pytest.mark.parametrize(
