@@ -1,7 +1,7 @@
-# expect: correct (speedup 0-1.15) — does a whole round's work in its first call (it holds every input set) and answers the rest from that
+# expect: correct (speedup 0-1.15) — does a whole round's work in its first call (any input set it holds) and answers the rest from that
 # task: kernelbench/relu_mlp.py
-# With several calls a round, the median of per-call ratios would read this as ~15x: one slow
-# call, the others nearly free, and every sample true. The round's mean is what is compared.
+# When a round's input sets were made together, this read 1.44x (weights kept in L2, dispatch
+# overlapped). Each call is now a message with its own input seed: it never holds a later set.
 import sys
 
 import torch
