@@ -19,6 +19,7 @@ import os
 import resource
 import select
 import signal
+import struct
 import sys
 from collections.abc import Callable, Sequence
 
@@ -43,6 +44,10 @@ class _CapData(ctypes.Structure):
         ("permitted", ctypes.c_uint32),
         ("inheritable", ctypes.c_uint32),
     )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
 def confine(
@@ -104,10 +109,8 @@ def confine(
 
 def stay_put_filter(machine: str) -> bytes | None:
     """The seccomp program (classic BPF, as bytes) that refuses sched_setaffinity with EPERM,
-    and on x86_64 every x32 call (another number for it); None where the architecture is not
-    known (pure)."""
-    import struct
-
+    and every call through another ABI (x86_64: i386's `int 0x80` and x32, where it has other
+    numbers); None where the architecture is not known (pure)."""
     if machine not in _ARCH_SYSCALLS:
         return None
     arch, numbers = _ARCH_SYSCALLS[machine]
@@ -115,7 +118,7 @@ def stay_put_filter(machine: str) -> bytes | None:
     refuse, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
     tests = [(jge, 0x40000000)] if machine == "x86_64" else []  # x32: bit 30 set
     tests += [(jeq, nr) for nr in numbers]
-    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, allow), (ld, 0, 0, 0)]
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, refuse), (ld, 0, 0, 0)]
     prog += [(op, len(tests) - i, 0, k) for i, (op, k) in enumerate(tests)]  # true: refuse
     prog += [(ret, 0, 0, allow), (ret, 0, 0, refuse)]
     return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
@@ -129,11 +132,7 @@ def _stay_put() -> str:
     if prog is None:
         return f"CPU pinning: not enforced on {os.uname().machine}"
     buf = ctypes.create_string_buffer(prog, len(prog))
-
-    class _Prog(ctypes.Structure):
-        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
-
-    fprog = _Prog(len(prog) // 8, ctypes.addressof(buf))
+    fprog = _SockFprog(len(prog) // 8, ctypes.addressof(buf))
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if _libc.prctl(PR_SET_SECCOMP, 2, ctypes.byref(fprog), 0, 0) != 0:
         return f"CPU pinning: not enforced ({os.strerror(ctypes.get_errno())})"

@@ -84,7 +84,6 @@ class TimingResult(Result):
     # per call, how much longer the candidate's worker kept the controller waiting than its
     # samples explain, beyond the reference's worker (verdicts.py)
     unexplained_us: float | None = None
-    # per round, how much longer the candidate's worker took to make the same input sets
     charged_us: float = 0.0  # added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None
     clocks_after: ClockSample | None = None

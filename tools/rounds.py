@@ -140,7 +140,7 @@ _SKETCHED = {
 def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     """Rounds whose results are dropped: at least `calls`, and `seconds` (the GPU's clocks rise,
     lazy compilation happens) before the first that counts. Returns what the last few took, in
-    timed ms (the reference's, its candidate paused, sizes two-phase rounds)."""
+    timed ms (the reference's, its candidate paused, sizes KernelBench rounds)."""
     import statistics
     import time
 

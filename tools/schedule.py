@@ -55,9 +55,8 @@ class Rounds:
         return [float(r["host_ms"]) for r in (self.ref if side == "ref" else self.cand)]
 
     def round_ms(self, side: str) -> list[float]:
-        """Per round, the mean of its calls' samples: the unit the statistics compare. Within
-        a round a candidate holds all its input sets at once, and could do every call's work
-        in the first and answer the rest from it; a round's sum it cannot shrink that way."""
+        """Per round, the mean of its calls' samples: the unit the statistics compare. Work a
+        candidate moves between a round's calls still counts, in the round's sum."""
         ms, k = self.ms(side), max(1, self.calls)
         return [sum(ms[i : i + k]) / k for i in range(0, len(ms) - k + 1, k)]
 
@@ -98,15 +97,13 @@ def calls_per_round(ref_call_ms: Any) -> int:
 def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     """A call's reply, with valid samples."""
     result = header.get("result")
-    if header.get("type") != "round" or not isinstance(result, dict) or not _valid(result):
+    if (
+        header.get("type") != "round"
+        or not isinstance(result, dict)
+        or not all(isinstance(result.get(k), int | float) and result[k] >= 0 for k in ROUND_KEYS)
+    ):
         raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
     return result
-
-
-def _valid(result: Any) -> bool:
-    return isinstance(result, dict) and all(
-        isinstance(result.get(k), int | float) and result[k] >= 0 for k in ROUND_KEYS
-    )
 
 
 def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:

@@ -10,9 +10,8 @@ clock: its input set is made (the problem's own Python), the call timed, and its
 sketched (schedule.py). Both workers are timed on the same CPU in turn, so honest ones differ
 only by noise: a few microseconds a call (ALLOW_CALL_US). What exceeds it is charged to the
 candidate's time; more than its whole measured time, and the timing is refused as
-implausible. A CUDA task's
-candidate has no host code: its worker's samples are the harness's own, and the figure is
-reported, not charged.
+implausible. A CUDA task's candidate has no host code: its worker's samples are the harness's
+own, and the figure is reported, not charged.
 """
 
 from __future__ import annotations

@@ -278,3 +278,40 @@ def test_the_timing_thread_alone_on_its_cpu_the_rest_beside_it(payload: Payload)
         "thread": [lo],
         "child": [lo],
     }
+
+
+INT80 = """\
+import ctypes, os, struct, sys
+def int80_setaffinity(cpu):  # sched_setaffinity through the i386 ABI: nr 241, int 0x80
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    page = libc.mmap(None, 4096, 7, 0x22 | 0x40, -1, 0)  # RWX, private, anonymous, 32-bit
+    ctypes.memmove(page + 2048, struct.pack("<Q", 1 << cpu), 8)
+    code = (b"\\x53\\xb8\\xf1\\x00\\x00\\x00\\x31\\xdb\\xb9\\x08\\x00\\x00\\x00\\xba"
+            + struct.pack("<I", page + 2048) + b"\\xcd\\x80\\x5b\\xc3")
+    ctypes.memmove(page, code, len(code))
+    return ctypes.CFUNCTYPE(ctypes.c_int)(page)()
+if sys.argv[1] == "filtered":
+    from kernelwright.tools.confine import _stay_put
+    _stay_put()
+print(int80_setaffinity(min(os.sched_getaffinity(0))))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 ABI is x86_64's")
+def test_the_filter_is_not_bypassed_through_another_abi() -> None:
+    """The same call through the i386 ABI (`int 0x80`, its own syscall numbers) is refused
+    too: the filter refuses every call whose architecture is not this process's own."""
+    import subprocess
+
+    def run(mode: str) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", INT80, mode], capture_output=True, text=True, timeout=30
+        )
+        return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else -9999
+
+    if run("open") != 0:
+        pytest.skip("this kernel has no i386 ABI to bypass through")
+    assert run("filtered") == -1  # -EPERM
