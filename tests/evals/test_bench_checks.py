@@ -31,7 +31,8 @@ def test_each_tree_runs_its_own_kernelwright(tmp_path: Path) -> None:
     (fake / "cli.py").write_text(
         "import json\n"
         "def main():\n"
-        "    print(json.dumps({'verdict': 'correct', 'wall_ms': 12.5, 'timing': {'speedup': 3.0}}))\n"
+        "    report = {'verdict': 'correct', 'wall_ms': 12.5, 'timing': {'speedup': 3.0}}\n"
+        "    print(json.dumps(report))\n"
     )
     out = tmp_path / "rows.json"
     done = _bench(
