@@ -21,7 +21,7 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
                       "problem"?} + one array per output (sizes known from R's: Expect)
   C -> R, W        <- {"cmd": "warmup", "calls", "seconds"} -> {"type": "warm"}
   C -> R, W        <- {"cmd": "round", "round": [seed, sign0, sign1], "probe"} one round a
-                      message, in batches in turn (W is paused while R's batch runs)
+                      message, in batches in turn (each paused while the other's runs)
                    -> {"type": "round", "quiet_us"?, "settled_us"?, "result": {ms, host_ms,
                       inputs, inputs_after, unwritten, guards, sketch, meta, problem?}}
   KernelBench      the same "round" message a call, its result {ms, host_ms, sketch, meta,
@@ -93,6 +93,9 @@ class FrameTimeout(Exception):
 
 def write_frame(fd: int, payload: bytes | memoryview) -> None:
     view = memoryview(payload).cast("B")
+    if view.nbytes < DIRECT_BYTES:  # one write, one wake-up of the reader
+        _write_all(fd, memoryview(struct.pack(">Q", view.nbytes) + view))
+        return
     _write_all(fd, memoryview(struct.pack(">Q", view.nbytes)))
     _write_all(fd, view)
 

@@ -245,10 +245,15 @@ class TorchRunner:
                     setattr(mod, key, value)
 
     def _seed(self, seed: int) -> None:
-        """Every generator a problem's code might draw from, alike in every process."""
+        """Every generator a problem's code might draw from, alike in every process: torch's
+        CPU and CUDA generators (what torch.manual_seed seeds here, without its checks of other
+        backends, which cost ~100 us: a timing round's harness work is kept small, since what
+        two processes take for it differs in proportion), Python's and NumPy's."""
         import random
 
-        self.torch.manual_seed(seed)
+        torch = self.torch
+        torch.default_generator.manual_seed(seed)
+        torch.cuda.manual_seed_all(seed)
         random.seed(seed)
         np.random.seed(seed & 0xFFFFFFFF)
 

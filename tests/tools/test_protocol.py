@@ -63,6 +63,28 @@ def test_messages_round_trip(pipe: tuple[int, int]) -> None:
     reader.close()
 
 
+def test_a_small_frame_is_one_write(pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply a timing round sends is one write, so its reader wakes once for it."""
+    from kernelwright.tools import protocol
+
+    r, w = pipe
+    writes: list[int] = []
+
+    def counted(fd: int, data: memoryview) -> int:
+        writes.append(len(data))
+        return os.write(fd, data)
+
+    monkeypatch.setattr(protocol, "_os_write", counted)
+    write_message(w, {"type": "round", "result": {"ms": 0.1}})
+    assert len(writes) == 1
+    reader = FrameReader(r)
+    assert reader.read_message(_soon()) == (
+        {"type": "round", "result": {"ms": 0.1}, "arrays": []},
+        [],
+    )
+    reader.close()
+
+
 def test_silent_pipe_times_out_and_polls(pipe: tuple[int, int]) -> None:
     polls = []
     reader = FrameReader(pipe[0])
