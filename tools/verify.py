@@ -203,23 +203,26 @@ class Verifier:
                         self.builds.put(build_key, compiled, cubin[0])
                 cand_job = _candidate_job(task, candidate)
                 cand_box.send(self._job(task, "candidate", trials, cand_job, files, poison), cubin)
-                stage = "reference"
-                expected = []
-                for i, trial in enumerate([*trials, post]):
+
+                def expected_for(i: int, trial: plan.Trial) -> judge.Message:
+                    """The reference's outputs for trial i: read as the candidate's trials
+                    are read, so both workers run theirs side by side."""
+                    nonlocal stage
+                    stage = "reference"
                     self.progress(f"reference outputs {i + 1}/{len(trials) + 1}")
-                    expected.append(
-                        ref_box.receive(
-                            self._run_timeout(task),
-                            f"reference trial at {_describe(trial.sizes)}",
-                            judge.reference_expect(
-                                task, trial, self.options.host_memory_bytes // 4
-                            ),
-                        )
+                    message = ref_box.receive(
+                        self._run_timeout(task),
+                        f"reference trial at {_describe(trial.sizes)}",
+                        judge.reference_expect(task, trial, self.options.host_memory_bytes // 4),
                     )
-                reference: Any = expected[0][0].get("reference") or (
+                    lap("reference")
+                    stage = "candidate"
+                    return message
+
+                first = expected_for(0, trials[0])
+                reference: Any = first[0].get("reference") or (
                     "float64 reference" if cuda and task.reference_python else "reference kernel"  # type: ignore[union-attr]
                 )
-                lap("reference")
                 stage = "candidate"
                 cand_box.receive(
                     self.options.start_timeout_s, "starting the worker", Expect(sizes=())
@@ -242,8 +245,9 @@ class Verifier:
                         )
                 results = []
                 for i, trial in enumerate(trials):
+                    expected = first if i == 0 else expected_for(i, trial)
                     self.progress(f"checking {i + 1}/{len(trials)} at {_describe(trial.sizes)}")
-                    outcome = self._trial(task, trial, expected[i], cand_box, "check")
+                    outcome = self._trial(task, trial, expected, cand_box, "check")
                     results.append(outcome)
                     if not outcome.ok:
                         check = CheckResult(
@@ -255,7 +259,9 @@ class Verifier:
                         return report(
                             "wrong", outcome.reason, compile=compiled, check=check, device=device
                         )
-                lap("trials")
+                    lap("trials")
+                del first, expected  # a large trial's outputs are not held through the timing
+                at_bench = expected_for(len(trials), post)
                 self.progress("timing")
                 budget = self._budget(task)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
@@ -268,7 +274,7 @@ class Verifier:
                 ref_box.send({"cmd": "done"})
                 verdict, why, _ = judge.rounds_problem(task, rounds.ref, rounds.cand)
                 cand_box.send({"cmd": "post", "trial": post.job()})
-                post_result = self._trial(task, post, expected[-1], cand_box, "post-timing")
+                post_result = self._trial(task, post, at_bench, cand_box, "post-timing")
                 results.append(post_result)
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
