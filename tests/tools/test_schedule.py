@@ -1,5 +1,5 @@
 """The controller's schedule of timing rounds, with recorded workers (no GPU): both sides get
-the same rounds in turn, R C C R; the candidate is paused whenever the reference runs; the
+the same rounds in turn, R C C R; each is paused whenever the other's batch runs; the
 rounds stop when the ratio is known or the budget is spent; a worker's malformed reply is a
 broken worker."""
 
@@ -67,9 +67,10 @@ def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
     out = _run(ref, cand, min_rounds=32, batch=8, seconds=0.0)
     turns = [e.split()[0] for e in log if e.endswith("rounds")]
     assert turns == ["ref", "cand", "cand", "ref"] * 2  # R C C R, R C C R
-    for i, entry in enumerate(log):  # every reference batch inside a pause of the candidate
-        if entry == "ref rounds":
-            assert log[i - 1] == "cand paused" and log[i + 1] == "cand resumed"
+    for i, entry in enumerate(log):  # every batch inside a pause of the other worker: alike
+        if entry.endswith(" rounds"):
+            other = "cand" if entry == "ref rounds" else "ref"
+            assert log[i - 1] == f"{other} paused" and log[i + 1] == f"{other} resumed"
     assert ref.rounds_seen == cand.rounds_seen and len(ref.rounds_seen) == 32
     assert len({tuple(r) for r in ref.rounds_seen}) == 32  # every round's seeds are fresh
     assert "ref pinned [2, 3]" in log and "cand pinned [2, 3]" in log
