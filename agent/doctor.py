@@ -14,6 +14,7 @@ from kernelwright.tools import nvml
 from kernelwright.tools.compile import compile_nvrtc
 from kernelwright.tools.errors import NoGpuError
 
+from .ollama_tags import NotOllama, pulled_models, tagged
 from .settings import Settings
 
 
@@ -169,9 +170,7 @@ def check_ncu(gpu_ok: bool) -> Check:
 def check_ollama(settings: Settings) -> list[Check]:
     base = settings.ollama_base_url.rstrip("/")
     try:
-        reply = httpx.get(f"{base}/api/tags", timeout=3.0)
-        reply.raise_for_status()
-        models = _model_names(reply.json())
+        models = pulled_models(base, 3.0)
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
         return [
             Check(
@@ -182,7 +181,7 @@ def check_ollama(settings: Settings) -> list[Check]:
             ),
             Check("model", False, f"{settings.model}: unknown (no Ollama URL)"),
         ]
-    except _NotOllama as exc:
+    except NotOllama as exc:
         return [
             Check(
                 "Ollama",
@@ -207,8 +206,7 @@ def check_ollama(settings: Settings) -> list[Check]:
                 f"ollama pull {settings.model}",
             ),
         ]
-    want = settings.model if ":" in settings.model else settings.model + ":latest"
-    have = want in models
+    have = tagged(settings.model) in models
     listed = (
         ", ".join(models[:6]) + (" ..." if len(models) > 6 else "") if models else "none pulled"
     )
@@ -221,20 +219,6 @@ def check_ollama(settings: Settings) -> list[Check]:
             "" if have else f"ollama pull {settings.model}",
         ),
     ]
-
-
-class _NotOllama(ValueError):
-    pass
-
-
-def _model_names(body: object) -> list[str]:
-    """The model names in an /api/tags answer; _NotOllama when it has another shape."""
-    models = body.get("models") if isinstance(body, dict) else None
-    if not isinstance(models, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("name", ""), str) for m in models
-    ):
-        raise _NotOllama("its /api/tags has no list of models")
-    return [str(m.get("name", "")) for m in models]
 
 
 def check_memory_dir(settings: Settings) -> Check:

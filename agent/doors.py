@@ -73,13 +73,21 @@ class Machine:
         if self._model is None and self.settings.provider == "ollama":
             import httpx
 
+            from .ollama_tags import NotOllama, pulled_models, tagged
+
             base = self.settings.ollama_base_url.rstrip("/")
             try:
-                httpx.get(f"{base}/api/tags", timeout=1.0).raise_for_status()
-            except (httpx.HTTPError, ValueError):
+                if tagged(self.settings.model) not in pulled_models(base, 1.0):
+                    notes.append(
+                        f"{self.settings.model} is not pulled at {base}: questions and runs "
+                        f"need it (ollama pull {self.settings.model})"
+                    )
+            except (httpx.HTTPError, httpx.InvalidURL):
                 notes.append(
                     f"Ollama not reachable at {base}: questions and runs need it (ollama serve)"
                 )
+            except NotOllama:
+                notes.append(f"{base} answered, but not as Ollama does: set ollama_base_url")
         return notes
 
     @property

@@ -21,6 +21,7 @@ from langchain_ollama import ChatOllama
 
 from kernelwright.tools.errors import KernelwrightError
 
+from .ollama_tags import NotOllama, pulled_models, tagged
 from .privacy import keep_traces_local
 from .settings import Settings
 
@@ -118,10 +119,6 @@ def fold_system(messages: list[Message]) -> list[Message]:
 # --- Ollama ---
 
 
-def _has_tag(name: str) -> bool:
-    return ":" in name.rsplit("/", 1)[-1]
-
-
 class OllamaModel:
     """ChatOllama with kernelwright's settings and the model's quirks."""
 
@@ -147,20 +144,25 @@ class OllamaModel:
     def ensure_ready(self) -> None:
         """Raise OllamaUnavailable or ModelNotPulled unless the server has the model."""
         try:
-            reply = httpx.get(f"{self.base_url}/api/tags", timeout=5.0)
+            names = pulled_models(self.base_url, 5.0)
+        except httpx.HTTPStatusError as exc:
+            raise ModelRequestFailed(
+                f"{self.base_url}/api/tags answered HTTP {exc.response.status_code} with no "
+                "model list: is Ollama the server at ollama_base_url?"
+            ) from None
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            raise ModelRequestFailed(
+                f"{self.base_url} is not a URL kernelwright can use ({exc}): set "
+                "ollama_base_url to http://HOST:PORT"
+            ) from None
         except httpx.HTTPError:
             raise OllamaUnavailable(self.base_url) from None
-        try:
-            reply.raise_for_status()
-            models = reply.json().get("models", [])
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except NotOllama as exc:
             raise ModelRequestFailed(
-                f"{self.base_url}/api/tags answered HTTP {reply.status_code} with no model "
-                "list: is Ollama the server at ollama_base_url?"
+                f"{self.base_url} answered, but not as Ollama does ({exc}): is Ollama the "
+                "server at ollama_base_url?"
             ) from None
-        want = self.name if _has_tag(self.name) else f"{self.name}:latest"
-        names = {m.get(k) for m in models if isinstance(m, dict) for k in ("name", "model")}
-        if want not in names:
+        if tagged(self.name) not in names:
             raise ModelNotPulled(self.name)
 
     def complete(self, messages: list[Message]) -> str:

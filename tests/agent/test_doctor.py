@@ -54,6 +54,17 @@ def test_model_without_tag_matches_latest(ollama: str) -> None:
     assert model.ok
 
 
+def test_a_model_from_a_registry_with_a_port_matches_latest(
+    ollama: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor read "host:5000/coder" as tagged and said "not pulled" where Ollama lists
+    "host:5000/coder:latest"; the model client agreed with Ollama."""
+    listed = [{"name": "reg.local:5000/team/coder:latest", "model": "reg.local:5000/team/coder"}]
+    monkeypatch.setitem(TAGS, "models", listed)
+    _, model = check_ollama(Settings(ollama_base_url=ollama, model="reg.local:5000/team/coder"))
+    assert model.ok and model.detail == "reg.local:5000/team/coder pulled"
+
+
 def test_missing_model_says_how_to_pull_it(ollama: str) -> None:
     _, model = check_ollama(Settings(ollama_base_url=ollama, model="deepseek-coder-v2:16b"))
     assert not model.ok and model.required

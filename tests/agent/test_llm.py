@@ -56,7 +56,7 @@ def settings_from_the_test_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     for key in list(os.environ):
         if key.startswith("KERNELWRIGHT_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", os.devnull)
 
 
 @pytest.fixture
@@ -144,6 +144,13 @@ def test_ensure_ready_passes_for_a_pulled_model(ollama: LoopbackOllama) -> None:
 def test_a_model_without_tag_does_not_match_another_tag(ollama: LoopbackOllama) -> None:
     with pytest.raises(ModelNotPulled, match="ollama pull starcoder2`"):
         model_at(ollama, model="starcoder2").ensure_ready()  # only starcoder2:3b is there
+
+
+def test_a_url_that_is_not_one_is_one_line_not_a_traceback() -> None:
+    model = OllamaModel(Settings(ollama_base_url="localhost:11434"))
+    with pytest.raises(ModelRequestFailed, match="http://HOST:PORT") as info:
+        model.ensure_ready()
+    assert isinstance(info.value, KernelwrightError) and "\n" not in str(info.value)
 
 
 def test_server_down_says_how_to_start_it(ollama: LoopbackOllama) -> None:
@@ -277,3 +284,21 @@ def test_scripted_llm_says_when_it_runs_out() -> None:
     with pytest.raises(ScriptExhausted, match=r"request 2 .*all 1 scripted replies were used"):
         llm.complete(ASK)
     assert len(llm.prompts) == 2  # the request that found nothing is recorded too
+
+
+def test_a_session_says_at_its_start_when_the_model_is_not_pulled(
+    ollama: LoopbackOllama, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The doors' start-up note, the model client and doctor ask Ollama the same question."""
+    from kernelwright.agent.doors import Machine
+    from kernelwright.tools import nvml
+
+    monkeypatch.setattr(nvml, "device_info", lambda *a, **k: None)  # a GPU: not the question
+    pulled = Machine(Settings(ollama_base_url=ollama.url, model="codellama"))
+    assert pulled.missing() == []  # codellama:latest is there
+    absent = Machine(Settings(ollama_base_url=ollama.url, model="deepseek-coder-v2:16b"))
+    (note,) = absent.missing()
+    assert "not pulled" in note and "ollama pull deepseek-coder-v2:16b" in note
+    ollama.stop()
+    (note,) = pulled.missing()
+    assert note.startswith("Ollama not reachable") and "ollama serve" in note
