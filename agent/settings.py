@@ -106,7 +106,14 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Highest priority first: flags, environment, the config file, then the defaults.
-        return (init_settings, env_settings, ConfigFile(settings_cls, config_file()))
+        path = config_file()
+        if os.environ.get("KERNELWRIGHT_CONFIG") and not path.exists():
+            # the default file may be absent; one the user named must not be, silently
+            raise SettingsError(
+                f"KERNELWRIGHT_CONFIG names {path}, which does not exist (create it, or unset "
+                "the variable to use the default config file)"
+            )
+        return (init_settings, env_settings, ConfigFile(settings_cls, path))
 
 
 def tracing_allowed() -> bool:

@@ -23,6 +23,7 @@ def kw(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
+    (tmp_path / "config.toml").touch()  # no user config (a test may have written one)
     base.update(
         KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
         KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),

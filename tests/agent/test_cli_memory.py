@@ -35,7 +35,7 @@ def settings_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for key in list(os.environ):
         if key.startswith("KERNELWRIGHT_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", os.devnull)
     monkeypatch.setenv("KERNELWRIGHT_DATA_DIR", str(tmp_path / "data"))
     return tmp_path / "data" / "memory"
 

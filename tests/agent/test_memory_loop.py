@@ -32,7 +32,7 @@ def no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for key in list(os.environ):
         if key.startswith("KERNELWRIGHT_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", os.devnull)
 
 
 @pytest.fixture
@@ -213,7 +213,7 @@ def test_a_second_process_on_a_related_task_sees_pairs_from_the_first(
     tmp_path: Path, nvrtc: None
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
-    env["KERNELWRIGHT_CONFIG"] = str(tmp_path / "absent.toml")
+    env["KERNELWRIGHT_CONFIG"] = os.devnull
     data = tmp_path / "data"
 
     def scripted(task: str) -> dict[str, Any]:

@@ -137,7 +137,7 @@ def chat_in_a_fresh_process(
     LangChain users switch it on, pointed at the collector."""
     env = {k: v for k, v in os.environ.items() if not _forgotten(k)}
     env.update(
-        KERNELWRIGHT_CONFIG=str(tmp_path / "absent.toml"),
+        KERNELWRIGHT_CONFIG=os.devnull,
         KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
         KERNELWRIGHT_CACHE_DIR=str(tmp_path / "cache"),
         KERNELWRIGHT_OLLAMA_BASE_URL=ollama.url,
@@ -235,7 +235,7 @@ def user_tracing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     for key in list(os.environ):
         if key.startswith("KERNELWRIGHT_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", os.devnull)
     for key, value in USER_TRACING.items():
         monkeypatch.setenv(key, value)
     for key in ("OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER"):
@@ -317,5 +317,5 @@ def test_tracing_is_off_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     for key in list(os.environ):
         if key.startswith("KERNELWRIGHT_"):
             monkeypatch.delenv(key)
-    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", os.devnull)
     assert load().allow_tracing is False

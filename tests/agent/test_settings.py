@@ -18,7 +18,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
             monkeypatch.delenv(key)
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
     config = tmp_path / "config.toml"
-    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(config))  # absent file: defaults only
+    config.touch()  # empty: defaults only (a named file that does not exist is an error)
+    monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(config))
     return config
 
 
@@ -167,3 +168,32 @@ def test_ollamas_own_host_variable_is_honoured(
     assert load().ollama_base_url == url
     monkeypatch.setenv("KERNELWRIGHT_OLLAMA_BASE_URL", "http://127.0.0.1:1")
     assert load().ollama_base_url == "http://127.0.0.1:1"  # kernelwright's own setting wins
+
+
+def test_a_config_file_named_but_missing_is_an_error_not_ignored(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelwright.agent.settings import SettingsError
+
+    clean_env.unlink()  # the file KERNELWRIGHT_CONFIG names is gone
+    with pytest.raises(SettingsError) as info:
+        load()
+    message = str(info.value)
+    assert "KERNELWRIGHT_CONFIG" in message and str(clean_env) in message and "\n" not in message
+    monkeypatch.delenv("KERNELWRIGHT_CONFIG")  # the default file may be absent: defaults
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(clean_env.parent / "nowhere"))
+    load()  # no error: the default file may be absent
+
+
+@pytest.mark.skipif(not __import__("shutil").which("kernelwright"), reason="no kernelwright script")
+def test_the_cli_says_so_in_one_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
+    env["KERNELWRIGHT_CONFIG"] = str(tmp_path / "typo.toml")
+    done = subprocess.run(
+        ["kernelwright", "doctor"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "typo.toml, which does not exist" in done.stderr.strip().splitlines()[-1]

@@ -118,6 +118,7 @@ def replay(root: Path, names: tuple[str, ...] = tuple(TIMES)) -> ReplayGpu:
 def own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs and memory in the test's folder, no user config."""
     monkeypatch.setenv("KERNELWRIGHT_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "config.toml").touch()
     monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "config.toml"))
 
 
@@ -349,6 +350,7 @@ KW = shutil.which("kernelwright")
 
 def kw(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
+    (tmp_path / "config.toml").touch()  # no user config (a test may have written one)
     env.update(
         KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
         KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),

@@ -72,6 +72,7 @@ def write_stand_ins(
 
 def door_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_")}
+    (tmp_path / "config.toml").touch()  # no user config (a test may have written one)
     env.update(
         KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
         KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),

@@ -32,6 +32,7 @@ def test_batch_over_examples_writes_the_html_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("KERNELWRIGHT_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "config.toml").touch()
     monkeypatch.setenv("KERNELWRIGHT_CONFIG", str(tmp_path / "config.toml"))
     root, out = tmp_path / "tasks", tmp_path / "report"
     replies = []
