@@ -84,6 +84,9 @@ class TimingResult(Result):
     # per call, how much longer the candidate's worker kept the controller waiting than its
     # samples explain, beyond the reference's worker (verdicts.py)
     unexplained_us: float | None = None
+    # the same, batch pair by batch pair: its 10th, 25th, 50th, 75th and 90th percentiles (how
+    # much the median leaves out; for calibrating the allowance)
+    unexplained_spread_us: tuple[float, ...] = ()
     charged_us: float = 0.0  # added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None
     clocks_after: ClockSample | None = None

@@ -202,8 +202,25 @@ def unexplained_us(
     own samples explain, beyond what the reference's worker took for the same harness work
     (pure). `batches` holds, per pair of batches over the same rounds, (candidate's wall ms,
     the sum of its samples, the reference's wall ms, the sum of its samples, rounds)."""
-    per_call = [((cw - cs) - (rw - rs)) / n for cw, cs, rw, rs, n in batches if n > 0]
-    return statistics.median(per_call) * 1e3 if per_call else 0.0
+    per_call = unexplained_per_batch_us(batches)
+    return statistics.median(per_call) if per_call else 0.0
+
+
+def unexplained_per_batch_us(
+    batches: Sequence[tuple[float, float, float, float, int]],
+) -> list[float]:
+    """unexplained_us for each pair of batches on its own, per call (pure)."""
+    return [((cw - cs) - (rw - rs)) / n * 1e3 for cw, cs, rw, rs, n in batches if n > 0]
+
+
+def deciles(xs: Sequence[float]) -> tuple[float, ...]:
+    """The 10th, 25th, 50th, 75th and 90th percentiles (pure; empty for no values)."""
+    if not xs:
+        return ()
+    if len(xs) == 1:
+        return (xs[0],) * 5
+    q = statistics.quantiles(sorted(xs), n=20, method="inclusive")  # every 5%
+    return (q[1], q[4], q[9], q[14], q[17])
 
 
 def roofline_floor_ms(

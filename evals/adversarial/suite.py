@@ -142,7 +142,7 @@ class CaseResult:
     problem: str  # why this is not what the case expects; "" when it is
     unexplained_us: float | None = None
     charged_us: float = 0.0
-    figures: dict[str, float | None] | None = None  # the timing's medians, for the log
+    figures: dict[str, Any] | None = None  # the timing's figures, for the log
 
     @property
     def ok(self) -> bool:
@@ -184,7 +184,7 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
     """Check one case with a fresh worker; what it left running is killed and counts against it."""
     start = time.perf_counter()
     speedup, unexplained, charged = None, None, 0.0
-    figures: dict[str, float | None] | None = None
+    figures: dict[str, Any] | None = None
     try:
         task = load_task((examples or examples_dir()) / case.task)
         candidate = load_candidate(task, case.path)
@@ -196,6 +196,7 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
             figures = {
                 "ref_ms": t.reference.median_ms,
                 "cand_ms": t.candidate.median_ms,
+                "unexplained_spread_us": list(t.unexplained_spread_us),
             }
         if case.sanitize and report.ok:
             found = sanitize(task, candidate, verifier.options.backend)
