@@ -117,16 +117,26 @@ def main() -> None:
         }
         for (pair, name), got in runs.items()
     ]
+    first = {row["pair"]: row["wall_ms"] for row in rows if row["tree"] == "installed"}
+    for row in rows:  # each tree's wall against the installed kernelwright's, on the same pair
+        row["wall_vs_installed"] = row["wall_ms"] / first[row["pair"]]
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=2))
     print()
-    print(f"{'pair':<48} {'tree':<10} {'wall ms':>8} {'check ms':>9} {'speedup':>8}  verdicts")
+    print(
+        f"{'pair':<48} {'tree':<10} {'wall ms':>8} {'vs inst':>8} {'check ms':>9} "
+        f"{'speedup':>8}  verdicts"
+    )
     for row in rows:
         print(
             f"{row['pair'][:48]:<48} {row['tree']:<10} {row['wall_ms']:>8.0f} "
-            f"{row['check_ms']:>9.0f} {row['speedup']:>7.3f}x  {', '.join(row['verdicts'])}"
+            f"{row['wall_vs_installed']:>7.2f}x {row['check_ms']:>9.0f} "
+            f"{row['speedup']:>7.3f}x  {', '.join(row['verdicts'])}"
         )
-    print(f"medians of {ns.repeat}; wall: the whole command; check: the check's own wall_ms")
+    print(
+        f"medians of {ns.repeat}; wall: the whole command; vs inst: its wall over the installed "
+        "kernelwright's on the same pair; check: the check's own wall_ms"
+    )
 
 
 if __name__ == "__main__":

@@ -50,6 +50,10 @@ def test_each_tree_runs_its_own_kernelwright(tmp_path: Path) -> None:
     assert rows["fake"]["verdicts"] == ["correct"]
     assert rows["fake"]["check_ms"] == 12.5 and rows["fake"]["speedup"] == 3.0
     assert "installed" in rows  # beside it, always
+    assert rows["installed"]["wall_vs_installed"] == 1.0
+    assert (
+        rows["fake"]["wall_vs_installed"] == rows["fake"]["wall_ms"] / rows["installed"]["wall_ms"]
+    )
     assert "fake" in done.stdout and "installed" in done.stdout
 
 
