@@ -213,7 +213,7 @@ def unexplained_per_batch_us(
     return [((cw - cs) - (rw - rs)) / n * 1e3 for cw, cs, rw, rs, n in batches if n > 0]
 
 
-def deciles(xs: Sequence[float]) -> tuple[float, ...]:
+def five_percentiles(xs: Sequence[float]) -> tuple[float, ...]:
     """The 10th, 25th, 50th, 75th and 90th percentiles (pure; empty for no values)."""
     if not xs:
         return ()

@@ -26,7 +26,7 @@ from .schedule import Rounds
 from .spec import CudaTask
 from .timing import (
     BUSY_US,
-    deciles,
+    five_percentiles,
     flush_bytes,
     host_clock_problem,
     roofline_floor_ms,
@@ -127,7 +127,7 @@ def timing(
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,
-        unexplained_spread_us=deciles(unexplained_per_batch_us(rounds.walls)),
+        unexplained_spread_us=five_percentiles(unexplained_per_batch_us(rounds.walls)),
         charged_us=charged,
         clocks_before=before,
         clocks_after=after,

@@ -8,7 +8,7 @@ import pytest
 from kernelwright.tools import verdicts
 from kernelwright.tools.schedule import Rounds
 from kernelwright.tools.task import load_task
-from kernelwright.tools.timing import deciles, unexplained_per_batch_us, unexplained_us
+from kernelwright.tools.timing import five_percentiles, unexplained_per_batch_us, unexplained_us
 from tests.conftest import EXAMPLES
 
 
@@ -49,7 +49,7 @@ def test_the_spread_over_batches_shows_what_the_median_leaves_out() -> None:
     assert timing.unexplained_us == pytest.approx(0.0)  # the median
     p10, p25, p50, p75, p90 = timing.unexplained_spread_us
     assert p10 == p25 == p50 == pytest.approx(0.0) and 0.0 < p75 < p90 == pytest.approx(300.0)
-    assert deciles([]) == () and deciles([4.0]) == (4.0,) * 5
+    assert five_percentiles([]) == () and five_percentiles([4.0]) == (4.0,) * 5
 
 
 @pytest.mark.parametrize(
