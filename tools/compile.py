@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from .results import CompileResult
 
@@ -280,13 +281,25 @@ def compile_kernel(
     return compile_nvrtc(source, entry, arch, filename, screen=screen)
 
 
+def compile_reply(header: dict[str, Any]) -> CompileResult:
+    """A worker's "compiled" message, as the controller takes it (the compile worker's, or a
+    KernelBench candidate's import): WorkerFailure unless it is one, its log capped."""
+    from .sandbox import WorkerFailure, cap
+
+    if header.get("type") != "compiled" or not isinstance(header.get("result"), dict):
+        raise WorkerFailure("crashed", "the compiler sent no result")
+    result = dict(header["result"])
+    result["log"] = cap(str(result.get("log", "")), 8000)
+    return CompileResult.model_validate(result)
+
+
 def compile_in_sandbox(
     source: str, entry: str, arch: str, backend: str = "nvrtc", timeout_s: float = 60.0
 ) -> tuple[CompileResult, bytes | None]:
     """Compile in the compile worker: it can open only the CUDA headers, and a compiler that
     crashes or hangs takes only it."""
     from .protocol import Expect
-    from .sandbox import Sandbox, WorkerFailure, cap
+    from .sandbox import Sandbox, WorkerFailure
 
     start = time.perf_counter()
     command = [sys.executable, "-m", "kernelwright.tools.worker", "--compile-only", backend]
@@ -295,8 +308,6 @@ def compile_in_sandbox(
         with box:
             box.send({"source": source, "entry": entry, "arch": arch, "backend": backend})
             header, arrays = box.receive(timeout_s, "compiling", Expect(count=1, total=64 << 20))
-            result = dict(header["result"])
-            result["log"] = cap(str(result.get("log", "")), 8000)
-            return CompileResult.model_validate(result), bytes(arrays[0]) if arrays else None
+            return compile_reply(header), bytes(arrays[0]) if arrays else None
     except WorkerFailure as failure:
         return _result(False, backend, arch, start, f"compiler: {failure.reason}", entry), None

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
+from .compile import compile_reply
 from .errors import NoGpuError
 from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .pool import Pool, controller_off, timing_cpus
@@ -188,7 +189,7 @@ class Verifier:
                     header, arrays = compiler.receive(
                         self.options.compile_timeout_s, "compiling", Expect(count=1, total=64 << 20)
                     )
-                    compiled = _compiled(header)
+                    compiled = compile_reply(header)
                     compiler.kill()
                     lap("compile")
                     if not compiled.ok or not arrays:
@@ -234,7 +235,7 @@ class Verifier:
                         "importing the candidate",
                         Expect(sizes=()),
                     )
-                    compiled = _compiled(header)
+                    compiled = compile_reply(header)
                     lap("compile")
                     if not compiled.ok:
                         return report(
@@ -378,14 +379,6 @@ def _candidate_job(
     if isinstance(candidate, CudaCandidate):
         return {"launch": candidate.launch.model_dump() if candidate.launch else None}
     return {"class_name": "Model" if candidate.path == task.path else "ModelNew"}
-
-
-def _compiled(header: dict[str, Any]) -> CompileResult:
-    if header.get("type") != "compiled" or not isinstance(header.get("result"), dict):
-        raise WorkerFailure("crashed", "the compiler sent no result")
-    result = dict(header["result"])
-    result["log"] = cap(str(result.get("log", "")), 8000)
-    return CompileResult.model_validate(result)
 
 
 def _passed(results: list[Any], reference: str) -> str:

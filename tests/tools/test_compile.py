@@ -184,3 +184,25 @@ def test_includes_in_comments_and_strings_are_not_directives(src: str) -> None:
 
 def test_has_include_of_a_host_file_is_refused() -> None:
     assert "__has_include" in include_problem('#if __has_include("/etc/shadow")\n#endif')
+
+
+@pytest.mark.parametrize(
+    "header",
+    [{"type": "outputs"}, {"type": "compiled"}, {"type": "compiled", "result": "ok"}],
+)
+def test_a_compiled_reply_without_a_result_is_a_crashed_worker(header: dict) -> None:
+    """The controller's one reading of a "compiled" message (compile worker or a KernelBench
+    import): anything else is the worker's failure, never a traceback."""
+    from kernelwright.tools.compile import compile_reply
+    from kernelwright.tools.sandbox import WorkerFailure
+
+    with pytest.raises(WorkerFailure, match="sent no result"):
+        compile_reply(header)
+
+
+def test_a_compiled_replys_log_is_capped() -> None:
+    from kernelwright.tools.compile import compile_reply
+
+    result = {"ok": False, "backend": "nvrtc", "arch": "sm_90", "duration_ms": 1.0}
+    got = compile_reply({"type": "compiled", "result": {**result, "log": "x" * 100_000}})
+    assert not got.ok and len(got.log) <= 8000
