@@ -22,7 +22,9 @@ It stops when the median ratio is known within `precision`, or its time budget i
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,12 +114,9 @@ def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:
     """Calls a round, from a few rounds of the reference's timed with the candidate's worker
     paused (the warm-ups ran side by side: a candidate busy then would slow the reference's and
     buy itself rounds of one call, with the widest allowance a call)."""
-    cand.pause()
-    try:
+    with _paused(cand):
         ref.send({"cmd": "measure", "calls": 8, "probe": True})
         header, _ = ref.receive(budget.warmup_timeout_s, "timing the reference", Expect(sizes=()))
-    finally:
-        cand.resume()
     if header.get("type") != "measured":
         raise WorkerFailure("crashed", "the reference worker sent no valid samples")
     return calls_per_round(header.get("ms"))
@@ -138,6 +137,16 @@ def _round(
         replies.append(_reply(header, who))
         first = first or header
     return wall, replies, first
+
+
+@contextlib.contextmanager
+def _paused(box: Sandbox) -> Iterator[None]:
+    """The worker and everything it started stopped meanwhile, and let go after, come what may."""
+    box.pause()
+    try:
+        yield
+    finally:
+        box.resume()
 
 
 def _us(value: Any) -> float:
@@ -184,9 +193,7 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
         for side in ("ref", "cand") if pairs % 2 == 0 else ("cand", "ref"):
             box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
             phase = f"timing the {who}"
-            other = cand if side == "ref" else ref
-            other.pause()
-            try:
+            with _paused(cand if side == "ref" else ref):  # each timed alone
                 walls[side] = []
                 for i, group in enumerate(chunk):
                     wall, replies, first = _round(
@@ -200,8 +207,6 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
                         quiets.append(_us(quiet))
                         if side == "ref":
                             out.ref_settled_us.append(_us(settled))
-            finally:
-                other.resume()
         for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):
             out.walls.append((cw, cs, rw, rs, k))
         pairs += 1

@@ -19,6 +19,7 @@ the output, or done as much work. The controller compares:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -28,22 +29,15 @@ Z_MAX = 6.0  # a false alarm per signed sum: at most 2 exp(-18), about 3e-8
 FIELDS = ("s0", "s1", "abs", "sq", "nan", "pinf", "ninf", "where")
 
 
-_parts: list[Any] = []  # the blocks' partial sums, on the device and on the host: made once
-
-
 def sketch(ptr: int, n: int, dtype: str, seeds: tuple[int, int]) -> list[float]:
     """The sketch of `n` contiguous elements of `dtype` at device address `ptr` (worker).
     Every block writes all its fields, so the buffers are reused call after call: a timing
     round's harness work is kept small (what two processes take for it differs in proportion)."""
-    import cupy
     import numpy as np
 
     from . import kernels
 
-    if not _parts:
-        shape = (kernels.SKETCH_BLOCKS, kernels.SKETCH_FIELDS)
-        _parts.extend((cupy.empty(shape, dtype=cupy.float64), np.empty(shape, dtype=np.float64)))
-    part, host = _parts
+    part, host = _buffers()
     kernels.function(kernels.SKETCH[dtype])(
         (kernels.SKETCH_BLOCKS,),
         (256,),
@@ -51,6 +45,18 @@ def sketch(ptr: int, n: int, dtype: str, seeds: tuple[int, int]) -> list[float]:
     )
     part.get(out=host)
     return host.sum(axis=0).tolist()
+
+
+@functools.cache
+def _buffers() -> tuple[Any, Any]:
+    """The blocks' partial sums, on the device and on the host: made once per worker."""
+    import cupy
+    import numpy as np
+
+    from . import kernels
+
+    shape = (kernels.SKETCH_BLOCKS, kernels.SKETCH_FIELDS)
+    return cupy.empty(shape, dtype=cupy.float64), np.empty(shape, dtype=np.float64)
 
 
 def problem(
