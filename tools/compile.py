@@ -281,16 +281,25 @@ def compile_kernel(
     return compile_nvrtc(source, entry, arch, filename, screen=screen)
 
 
-def compile_reply(header: dict[str, Any]) -> CompileResult:
+def compile_reply(header: dict[str, Any], backend: str, arch: str) -> CompileResult:
     """A worker's "compiled" message, as the controller takes it (the compile worker's, or a
-    KernelBench candidate's import): WorkerFailure unless it is one, its log capped."""
+    KernelBench candidate's import, which the candidate's own code may have forged):
+    WorkerFailure unless it is one. What the controller asked for (`backend`, `arch`) is its
+    own word, not the worker's; the log is capped, and a time that is not a finite, positive
+    number is none. Nothing else a worker says grows a report."""
     from .sandbox import WorkerFailure, cap
 
     if header.get("type") != "compiled" or not isinstance(header.get("result"), dict):
         raise WorkerFailure("crashed", "the compiler sent no result")
     result = dict(header["result"])
-    result["log"] = cap(str(result.get("log", "")), 8000)
-    return CompileResult.model_validate(result)
+    result.update(backend=backend, arch=arch, log=cap(str(result.get("log", "")), 8000))
+    took = result.get("duration_ms")
+    if not isinstance(took, int | float) or not 0 <= took < float("inf"):
+        result["duration_ms"] = 0.0
+    try:
+        return CompileResult.model_validate(result)
+    except ValueError:
+        raise WorkerFailure("crashed", "the compiler sent a malformed result") from None
 
 
 def compile_in_sandbox(
@@ -308,6 +317,6 @@ def compile_in_sandbox(
         with box:
             box.send({"source": source, "entry": entry, "arch": arch, "backend": backend})
             header, arrays = box.receive(timeout_s, "compiling", Expect(count=1, total=64 << 20))
-            return compile_reply(header), bytes(arrays[0]) if arrays else None
+            return compile_reply(header, backend, arch), bytes(arrays[0]) if arrays else None
     except WorkerFailure as failure:
         return _result(False, backend, arch, start, f"compiler: {failure.reason}", entry), None

@@ -189,7 +189,7 @@ class Verifier:
                     header, arrays = compiler.receive(
                         self.options.compile_timeout_s, "compiling", Expect(count=1, total=64 << 20)
                     )
-                    compiled = compile_reply(header)
+                    compiled = compile_reply(header, self.options.backend, self._arch())
                     compiler.kill()
                     lap("compile")
                     if not compiled.ok or not arrays:
@@ -235,7 +235,7 @@ class Verifier:
                         "importing the candidate",
                         Expect(sizes=()),
                     )
-                    compiled = compile_reply(header)
+                    compiled = compile_reply(header, "python", "")
                     lap("compile")
                     if not compiled.ok:
                         return report(

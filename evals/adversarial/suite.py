@@ -169,6 +169,11 @@ class CaseResult:
         }
 
 
+# A check's whole report (--json, attempts.jsonl): trials, capped reasons and a capped compile
+# log come to a few KiB; nothing a worker sends may make it much more.
+REPORT_BYTES = 64 << 10
+
+
 def suite_options(**overrides: Any) -> VerifyOptions:
     """Short limits, so the hangs and hogs end soon; the rest as `kernelwright check`."""
     settings: dict[str, Any] = {
@@ -185,11 +190,13 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
     start = time.perf_counter()
     speedup, unexplained, charged = None, None, 0.0
     figures: dict[str, Any] | None = None
+    report_bytes = 0
     try:
         task = load_task((examples or examples_dir()) / case.task)
         candidate = load_candidate(task, case.path)
         report: CheckReport = verifier.check(task, candidate)
         verdict, reason = str(report.verdict), report.reason
+        report_bytes = len(report.model_dump_json())  # what --json prints and the loop keeps
         speedup = report.timing.speedup if report.timing else None
         if t := report.timing:
             unexplained, charged = t.unexplained_us, t.charged_us
@@ -209,6 +216,8 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
     problem = case.judge(verdict, reason, speedup)
     if len(reason) > REASON_CHARS:
         problem = problem or f"a reason of {len(reason):,} characters, over the cap"
+    if report_bytes > REPORT_BYTES:
+        problem = problem or f"a report of {report_bytes:,} bytes: a worker grew it"
     left = kill_leftovers()
     if left:
         problem = problem or f"left {len(left)} process(es) running after the check: {left}"

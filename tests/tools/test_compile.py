@@ -197,12 +197,29 @@ def test_a_compiled_reply_without_a_result_is_a_crashed_worker(header: dict) -> 
     from kernelwright.tools.sandbox import WorkerFailure
 
     with pytest.raises(WorkerFailure, match="sent no result"):
-        compile_reply(header)
+        compile_reply(header, "nvrtc", "sm_90")
 
 
 def test_a_compiled_replys_log_is_capped() -> None:
     from kernelwright.tools.compile import compile_reply
 
     result = {"ok": False, "backend": "nvrtc", "arch": "sm_90", "duration_ms": 1.0}
-    got = compile_reply({"type": "compiled", "result": {**result, "log": "x" * 100_000}})
+    got = compile_reply(
+        {"type": "compiled", "result": {**result, "log": "x" * 100_000}}, "nvrtc", "sm_90"
+    )
     assert not got.ok and len(got.log) <= 8000
+
+
+def test_a_forged_import_reply_grows_no_report() -> None:
+    """A KernelBench candidate's code runs before its worker says it imported, so it can send
+    that message itself: what the controller asked for is its own word, numbers must be sane,
+    and a malformed result is the worker's failure, not the controller's traceback."""
+    from kernelwright.tools.compile import compile_reply
+    from kernelwright.tools.sandbox import WorkerFailure
+
+    forged = {"ok": True, "backend": "nvcc", "arch": "x" * 3_000_000, "duration_ms": float("nan")}
+    got = compile_reply({"type": "compiled", "result": forged}, "python", "")
+    assert got.ok and (got.backend, got.arch, got.duration_ms) == ("python", "", 0.0)
+    assert len(got.model_dump_json()) < 1000
+    with pytest.raises(WorkerFailure, match="malformed"):
+        compile_reply({"type": "compiled", "result": {"ok": [1]}}, "python", "")
