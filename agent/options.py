@@ -1,39 +1,15 @@
-"""What every front door (`check`, `optimize`, `batch`, chat and MCP) takes from the user in one
-place: the verifier's options and the local GPU from the settings, so all of them honour the
-same settings, and the command-line flags they share."""
+"""The verifier's options and the local GPU, built from the settings in one place, so every
+front door (`check`, `optimize`, `batch`, chat and MCP) and the loop honour the same settings."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from kernelwright.agent.settings import Settings
 
 if TYPE_CHECKING:
     from kernelwright.tools.backend import GpuBackend
     from kernelwright.tools.verify import VerifyOptions
-
-
-class Backend(StrEnum):
-    """The compile backends a flag may name."""
-
-    nvrtc = "nvrtc"
-    nvcc = "nvcc"
-
-
-# Flags shared by the commands: the loop's on `optimize` and `batch` (there, per task), the
-# model on every door that runs the loop, the compiler on `check`, `optimize` and `batch`.
-Minutes = Annotated[float, typer.Option(min=0.1, help="Wall time budget in minutes.")]
-Plateau = Annotated[
-    int, typer.Option(min=1, help="Stop after this many candidates without a 2% gain.")
-]
-NoMemory = Annotated[bool, typer.Option("--no-memory", help="Neither read nor write the memory.")]
-ModelFlag = Annotated[str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")]
-BackendFlag = Annotated[
-    Backend | None, typer.Option(help="Compiler (default: the setting, nvrtc).")
-]
 
 
 def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:

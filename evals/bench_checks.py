@@ -24,7 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-CLI = "from kernelwright.agent.cli import main; main()"
+CLI = "from kernelwright.agent.doors.cli import main; main()"
+OLD_CLI = "from kernelwright.agent.cli import main; main()"  # trees before the ninth session
+
+
+def cli_of(tree: Path | None) -> str:
+    """The command line of a tree: in agent/doors/ now, in agent/ in older trees."""
+    old = tree is not None and (tree / "kernelwright" / "agent" / "cli.py").is_file()
+    return OLD_CLI if old else CLI
 
 
 def one_check(
@@ -39,7 +46,7 @@ def one_check(
             [
                 sys.executable,
                 "-c",
-                CLI,
+                cli_of(tree),
                 "check",
                 task,
                 *([candidate] if candidate else []),

@@ -147,7 +147,7 @@ def test_sigterm_unwinds_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
     marker = tmp_path / "unwound"
     code = (
         "import sys, time\n"
-        "from kernelwright.agent import cli\n"
+        "from kernelwright.agent.doors import cli\n"
         "def app():\n"
         "    try:\n"
         "        print('up', flush=True)\n"
@@ -169,7 +169,7 @@ def test_sigterm_unwinds_the_run_as_ctrl_c_does(tmp_path: Path) -> None:
 def test_h_is_help_and_nonsense_budgets_are_refused(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
 
     runner = CliRunner()
     assert runner.invoke(app, ["-h"]).exit_code == 0
@@ -190,7 +190,7 @@ def test_doctor_piped_keeps_one_line_per_check(monkeypatch: pytest.MonkeyPatch) 
     """`kernelwright doctor | grep FAIL` must see each check whole, not wrapped at 80."""
     from typer.testing import CliRunner
 
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
 
     monkeypatch.setenv("KERNELWRIGHT_OLLAMA_BASE_URL", "http://127.0.0.1:9/" + "x" * 60)
     result = CliRunner().invoke(app, ["doctor"])
@@ -210,7 +210,7 @@ def test_a_candidate_that_is_a_directory_says_so(tmp_path: Path) -> None:
 def test_doctor_looks_for_the_model_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
 
     monkeypatch.setenv("KERNELWRIGHT_OLLAMA_BASE_URL", "http://127.0.0.1:9")
     result = CliRunner().invoke(app, ["doctor", "--json", "--model", "deepseek-coder-v2:16b"])
@@ -222,7 +222,7 @@ def test_doctor_looks_for_the_model_it_is_given(monkeypatch: pytest.MonkeyPatch)
 def test_optimize_without_a_gpu_says_so_before_blaming_ollama(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
 
     env = {
         "KERNELWRIGHT_OLLAMA_BASE_URL": "http://127.0.0.1:9",
@@ -241,8 +241,8 @@ def test_batch_passes_on_only_the_loop_flags_given(
     """A resume told nothing new says nothing of how the batch started (its state keeps it)."""
     from typer.testing import CliRunner
 
-    from kernelwright.agent import cli_batch
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors import cli_batch
+    from kernelwright.agent.doors.cli import app
 
     seen: list[dict[str, object]] = []
 

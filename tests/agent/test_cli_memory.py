@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from kernelwright.agent.cli import app
-from kernelwright.agent.cli_memory import memory_app
+from kernelwright.agent.doors.cli import app
+from kernelwright.agent.doors.cli_memory import memory_app
 from kernelwright.memory.embeddings import CodeHashEmbedding
 from kernelwright.memory.graph_file import SavedGraph
 from kernelwright.memory.store import ChromaStore, Provenance
@@ -247,7 +247,7 @@ def test_another_embedding_than_the_store_was_built_with(settings_env: Path) -> 
 def test_optimize_shows_the_search_in_its_progress_and_final_report() -> None:
     from rich.console import Console
 
-    from kernelwright.agent.cli_memory import progress_line, search_report
+    from kernelwright.agent.doors.cli_memory import progress_line, search_report
     from kernelwright.agent.experience import TechniqueChoice
 
     choice = TechniqueChoice(
@@ -565,7 +565,7 @@ def test_prune_asks_first(settings_env: Path, monkeypatch: pytest.MonkeyPatch) -
     )
     assert store.count() == 7
 
-    monkeypatch.setattr("kernelwright.agent.cli_memory._interactive", lambda: True)
+    monkeypatch.setattr("kernelwright.agent.doors.cli_memory._interactive", lambda: True)
     declined = runner.invoke(memory_app, ["prune", "--run", "rowsum-1"], input="n\n")
     assert declined.exit_code == 0 and "nothing deleted" in declined.stdout
     assert store.count() == 7

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.agent.doctor import check_memory_dir, check_ollama
+from kernelwright.agent.doors.doctor import check_memory_dir, check_ollama
 from kernelwright.agent.settings import Settings
 
 TAGS = {
@@ -116,7 +116,7 @@ def test_a_url_that_is_not_one_says_how_to_write_it() -> None:
 
 def test_readable_counters_are_reported_as_readable(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor said 'warn ncu' with an empty message even when ncu read counters fine."""
-    from kernelwright.agent import doctor
+    from kernelwright.agent.doors import doctor
     from kernelwright.tools import profile
     from kernelwright.tools.results import ProfileResult
 

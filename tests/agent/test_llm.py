@@ -290,7 +290,7 @@ def test_a_session_says_at_its_start_when_the_model_is_not_pulled(
     ollama: LoopbackOllama, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The doors' start-up note, the model client and doctor ask Ollama the same question."""
-    from kernelwright.agent.doors import Machine
+    from kernelwright.agent.doors.jobs import Machine
     from kernelwright.tools import nvml
 
     monkeypatch.setattr(nvml, "device_info", lambda *a, **k: None)  # a GPU: not the question

@@ -24,7 +24,8 @@ def _settings(tmp_path: Path) -> Settings:
 def test_optimize_and_the_doors_get_every_setting_check_gets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kernelwright.agent import doors, optimize
+    from kernelwright.agent import optimize
+    from kernelwright.agent.doors import jobs
     from kernelwright.agent.options import verify_options
     from kernelwright.tools import backend, nvml
 
@@ -38,7 +39,7 @@ def test_optimize_and_the_doors_get_every_setting_check_gets(
     monkeypatch.setattr(backend, "LocalGpu", Spy)
     optimize.local_gpu(settings)
     monkeypatch.setattr(nvml, "device_info", lambda *a: type("D", (), {"arch": "sm_90"})())
-    doors.Machine(settings).gpu()
+    jobs.Machine(settings).gpu()
     want = verify_options(settings, prestart=True)
     assert len(seen) == 2 and all(o == want for o in seen)
     assert want.run_timeout_s == 7.0 and want.compile_timeout_s == 33.0

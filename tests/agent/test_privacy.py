@@ -47,7 +47,7 @@ sys.addaudithook(hook)
 log = sys.argv.pop(1)
 atexit.register(lambda: open(log, "w").write(json.dumps(seen)))
 sys.argv[0] = "kernelwright"
-from kernelwright.agent.cli import main
+from kernelwright.agent.doors.cli import main
 sys.exit(main())
 """
 

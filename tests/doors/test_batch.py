@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from kernelwright.agent.batch import BatchState, discover
-from kernelwright.agent.cli_batch import run_batch_command
+from kernelwright.agent.doors.batch import discover
+from kernelwright.agent.doors.batch_records import BatchState
+from kernelwright.agent.doors.cli_batch import run_batch_command
 from kernelwright.agent.llm import Message, ScriptedLLM
 from kernelwright.agent.nodes.common import as_candidate
 from kernelwright.tools.backend import ReplayGpu

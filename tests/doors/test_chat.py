@@ -17,8 +17,8 @@ import pexpect
 import pytest
 from rich.console import Console
 
-from kernelwright.agent import doors
-from kernelwright.agent.chat import ChatSession, Intent, parse
+from kernelwright.agent.doors import jobs
+from kernelwright.agent.doors.chat import ChatSession, Intent, parse
 from kernelwright.agent.llm import ScriptedLLM
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import ReplayGpu
@@ -231,7 +231,7 @@ def test_a_task_given_on_the_command_line_is_loaded(tmp_path: Path) -> None:
 def session(tmp_path: Path, **kw: Any) -> tuple[ChatSession, io.StringIO]:
     buf = io.StringIO()
     out = Console(file=buf, width=200, highlight=False, soft_wrap=True)
-    machine = doors.Machine(Settings(data_dir=tmp_path / "data"), arch="sm_90", **kw)
+    machine = jobs.Machine(Settings(data_dir=tmp_path / "data"), arch="sm_90", **kw)
     return ChatSession(machine, out, confirm=lambda q: False), buf
 
 
@@ -291,7 +291,7 @@ def test_a_question_without_a_gpu_still_reaches_the_model_and_says_what_is_missi
 def test_ollama_down_is_one_line_with_the_fix(tmp_path: Path) -> None:
     buf = io.StringIO()
     settings = Settings(data_dir=tmp_path / "data", ollama_base_url="http://127.0.0.1:9")
-    machine = doors.Machine(settings, gpu=gelu_replay(EXAMPLES / "gelu"), arch="sm_90")
+    machine = jobs.Machine(settings, gpu=gelu_replay(EXAMPLES / "gelu"), arch="sm_90")
     chat = ChatSession(machine, Console(file=buf, width=200), confirm=lambda q: False)
     chat.handle(f"/load {EXAMPLES / 'gelu'}")
     chat.handle("why is it slow?")

@@ -16,10 +16,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from kernelwright.agent import doors, mcp_server
+from kernelwright.agent.doors import jobs, mcp_server
+from kernelwright.agent.doors.stand_ins import machine_with_stand_ins
 from kernelwright.agent.llm import ScriptedLLM
 from kernelwright.agent.settings import Settings
-from kernelwright.agent.stand_ins import machine_with_stand_ins
 from kernelwright.tools.results import Attempt
 from tests.agent.test_graph import FASTER, FASTER_LAUNCH, WRONG, reply
 from tests.conftest import EXAMPLES
@@ -95,13 +95,13 @@ def assert_missing_task_is_readable(result: Any) -> None:
 
 
 @pytest.fixture
-def machine(tmp_path: Path) -> doors.Machine:
+def machine(tmp_path: Path) -> jobs.Machine:
     gelu = copy_gelu(tmp_path)
     settings = Settings(data_dir=tmp_path / "data", ollama_base_url="http://127.0.0.1:9")
-    return doors.Machine(settings, gpu=gelu_replay(gelu), model=ScriptedLLM(SCRIPT), arch="sm_90")
+    return jobs.Machine(settings, gpu=gelu_replay(gelu), model=ScriptedLLM(SCRIPT), arch="sm_90")
 
 
-def test_in_process_the_tools_are_listed_with_their_arguments(machine: doors.Machine) -> None:
+def test_in_process_the_tools_are_listed_with_their_arguments(machine: jobs.Machine) -> None:
     async def session(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(tools) == TOOLS
@@ -122,7 +122,7 @@ def test_in_process_the_tools_are_listed_with_their_arguments(machine: doors.Mac
 
 
 def test_in_process_bad_input_gets_a_readable_tool_error(
-    tmp_path: Path, machine: doors.Machine, nvrtc: None
+    tmp_path: Path, machine: jobs.Machine, nvrtc: None
 ) -> None:
     gelu = tmp_path / "gelu"
 
@@ -150,7 +150,7 @@ def test_in_process_bad_input_gets_a_readable_tool_error(
 
 
 def test_in_process_check_profile_and_optimize_with_progress(
-    tmp_path: Path, machine: doors.Machine, nvrtc: None
+    tmp_path: Path, machine: jobs.Machine, nvrtc: None
 ) -> None:
     gelu = tmp_path / "gelu"
 
@@ -172,7 +172,7 @@ def test_in_process_check_profile_and_optimize_with_progress(
     run_client(mcp_server.build(machine), session)
 
 
-def test_in_process_search_memory(tmp_path: Path, machine: doors.Machine) -> None:
+def test_in_process_search_memory(tmp_path: Path, machine: jobs.Machine) -> None:
     async def session(client: Client) -> None:
         empty = await client.call_tool("search_memory", {"query": "float4 loads"})
         assert empty.structured_content["results"] == []
@@ -196,7 +196,7 @@ def test_in_process_search_memory(tmp_path: Path, machine: doors.Machine) -> Non
 
 def test_no_model_server_is_a_readable_error_for_both_formats(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", ollama_base_url="http://127.0.0.1:9")
-    machine = doors.Machine(settings, gpu=gelu_replay(EXAMPLES / "gelu"), arch="sm_90")
+    machine = jobs.Machine(settings, gpu=gelu_replay(EXAMPLES / "gelu"), arch="sm_90")
 
     async def session(client: Client) -> None:
         down = await client.call_tool("optimize_kernel", {"task": str(EXAMPLES / "gelu")})
@@ -208,7 +208,7 @@ def test_no_model_server_is_a_readable_error_for_both_formats(tmp_path: Path) ->
     run_client(mcp_server.build(machine), session)
 
 
-def test_doctor_says_what_is_missing(machine: doors.Machine) -> None:
+def test_doctor_says_what_is_missing(machine: jobs.Machine) -> None:
     async def session(client: Client) -> None:
         answer = (await client.call_tool("doctor", {})).structured_content
         checks = {c["name"]: c for c in answer["checks"]}
@@ -328,7 +328,7 @@ def test_stand_ins_file_names_what_stands_in(tmp_path: Path) -> None:
 def test_a_busy_port_is_a_usage_error_before_anything_starts(tmp_path: Path) -> None:
     import socket
 
-    from kernelwright.agent.mcp_server import address_free
+    from kernelwright.agent.doors.mcp_server import address_free
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

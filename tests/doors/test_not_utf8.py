@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from kernelwright.agent import doors, mcp_server
+from kernelwright.agent.doors import jobs, mcp_server
 from kernelwright.agent.settings import Settings
 from tests.agent.test_cli import KW, kw, one_error_line
 from tests.conftest import EXAMPLES
@@ -68,7 +68,7 @@ def test_mcp_tool_error_is_the_one_line(tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "kernelbench" / "relu_mlp.py", problem)
     bad_problem = spoil(problem, "#")
     settings = Settings(data_dir=tmp_path / "data", ollama_base_url="http://127.0.0.1:9")
-    machine = doors.Machine(settings, arch="sm_90")  # no GPU is reached: loading comes first
+    machine = jobs.Machine(settings, arch="sm_90")  # no GPU is reached: loading comes first
 
     async def session(client: Client) -> None:
         calls = [

@@ -134,7 +134,7 @@ def test_a_process_left_behind_is_found_and_killed() -> None:
 
 
 def test_eval_adversarial_lists_the_cases_without_a_gpu() -> None:
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
 
     runner = CliRunner()
     result = runner.invoke(app, ["eval", "adversarial", "--list", "--json"])
@@ -150,7 +150,7 @@ def test_eval_adversarial_lists_the_cases_without_a_gpu() -> None:
 def test_eval_adversarial_without_the_examples_says_so_in_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
     from kernelwright.evals.adversarial import suite
 
     monkeypatch.setattr(suite, "examples_dir", lambda: tmp_path / "missing")
@@ -164,7 +164,7 @@ def test_eval_adversarial_logs_each_case_as_it_ends(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """--log keeps one line per finished case, so a run cut short keeps what it did."""
-    from kernelwright.agent.cli import app
+    from kernelwright.agent.doors.cli import app
     from kernelwright.evals.adversarial import suite
     from kernelwright.tools import nvml
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.agent.cli_batch import run_batch_command
+from kernelwright.agent.doors.cli_batch import run_batch_command
 from kernelwright.agent.llm import ScriptedLLM
 from tests.conftest import EXAMPLES
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kernelwright.agent.cli_memory import memory_app
+from kernelwright.agent.doors.cli_memory import memory_app
 from tests.conftest import EXAMPLES, ROOT
 
 pytestmark = pytest.mark.gpu

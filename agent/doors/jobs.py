@@ -73,7 +73,7 @@ class Machine:
         if self._model is None and self.settings.provider == "ollama":
             import httpx
 
-            from .ollama_tags import NotOllama, pulled_models, tagged
+            from kernelwright.agent.ollama_tags import NotOllama, pulled_models, tagged
 
             base = self.settings.ollama_base_url.rstrip("/")
             try:

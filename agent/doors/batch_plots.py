@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
-from kernelwright.agent.batch_report import TaskReport
+from kernelwright.agent.doors.batch_records import TaskReport
 
 BLUE, GREEN, RED, GREY = "#3b6ea8", "#2e8b57", "#c0392b", "#8a8a8a"
 

@@ -1,5 +1,5 @@
 """`kernelwright chat` and `kernelwright mcp`: the commands of the two interactive doors,
-registered on the main app in cli.py; the work lives in chat.py, mcp_server.py and doors.py."""
+registered on the main app in cli.py; the work lives in chat.py, mcp_server.py and jobs.py."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .options import ModelFlag
-from .settings import Settings, load
+from kernelwright.agent.settings import Settings, load
+
+from .flags import ModelFlag
 
 if TYPE_CHECKING:
-    from .doors import Machine
+    from .jobs import Machine
 
 _STAND_INS_HELP = (
     "Testing only: a JSON file of scripted replies (and optionally recorded GPU reports) "
@@ -65,7 +66,7 @@ def mcp(
 
 
 def _machine(settings: Settings, stand_ins: Path | None) -> Machine:
-    from .doors import Machine
+    from .jobs import Machine
 
     if stand_ins is not None:
         from .stand_ins import machine_with_stand_ins

@@ -22,7 +22,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from kernelwright.agent import __version__, doors
+from kernelwright.agent import __version__
+from kernelwright.agent.doors import jobs
 from kernelwright.agent.privacy import keep_traces_local
 from kernelwright.agent.rundir import RunDir
 from kernelwright.tools.backend import ReplayMiss
@@ -89,7 +90,7 @@ def tool(server: MCPServer, *, read_only: bool) -> Callable[[Any], Any]:
     return register
 
 
-def build(machine: doors.Machine) -> MCPServer:
+def build(machine: jobs.Machine) -> MCPServer:
     """The server with its tools, working on `machine` (tests hand in stand-ins there)."""
     server: MCPServer = MCPServer("kernelwright", version=__version__, instructions=INSTRUCTIONS)
     gpu = threading.Lock()  # one job on the GPU at a time: timings must not share it
@@ -98,7 +99,7 @@ def build(machine: doors.Machine) -> MCPServer:
     def doctor() -> dict[str, Any]:
         """Check this machine: GPU, CuPy, NVRTC, nvcc, Nsight Compute, Ollama and its model,
         the memory directory. Each check says ok or not, what was found, and the fix."""
-        from kernelwright.agent.doctor import run_checks
+        from kernelwright.agent.doors.doctor import run_checks
 
         checks = run_checks(machine.settings)
         return {
@@ -113,7 +114,7 @@ def build(machine: doors.Machine) -> MCPServer:
         bottleneck (memory-, compute- or latency-bound) where counters can be read."""
         with readable(), gpu:
             loaded = load_task(Path(task).expanduser())
-            measured = doors.measure(machine, loaded)
+            measured = jobs.measure(machine, loaded)
         t = measured.report.timing
         return {
             "task": loaded.name,
@@ -131,8 +132,8 @@ def build(machine: doors.Machine) -> MCPServer:
         kernel is checked against itself (1.00x)."""
         with readable(), gpu:
             loaded = load_task(Path(task).expanduser())
-            cand = doors.parse_candidate(loaded, candidate)
-            report = doors.check(machine, loaded, cand)
+            cand = jobs.parse_candidate(loaded, candidate)
+            report = jobs.check(machine, loaded, cand)
         return check_answer(report)
 
     @tool(server, read_only=False)
@@ -161,12 +162,12 @@ def build(machine: doors.Machine) -> MCPServer:
             else:  # within a candidate: rises toward the next whole number, never past it
                 step["events"] += 1
                 value = step["done"] + step["events"] / (step["events"] + 1)
-            line = doors.progress_line(event)
+            line = jobs.progress_line(event)
             anyio.from_thread.run(ctx.report_progress, value, float(budget), line)
 
-        def work() -> doors.RunOutcome:
+        def work() -> jobs.RunOutcome:
             with readable(), gpu:
-                return doors.optimize(
+                return jobs.optimize(
                     machine, Path(task).expanduser(), budget=budget, progress=progress
                 )
 
@@ -205,7 +206,7 @@ def build(machine: doors.Machine) -> MCPServer:
         """Past attempts from kernelwright's memory nearest to `query` (CUDA source works
         best; words work too): their techniques, verdicts, speedups, GPU and source."""
         with readable():
-            answer = doors.search_memory(machine.settings, query, n)
+            answer = jobs.search_memory(machine.settings, query, n)
         return {
             "memory": answer.where,
             "note": answer.note,
@@ -244,7 +245,7 @@ def check_answer(report: CheckReport) -> dict[str, Any]:
     }
 
 
-def serve(machine: doors.Machine, http: tuple[str, int] | None = None) -> None:
+def serve(machine: jobs.Machine, http: tuple[str, int] | None = None) -> None:
     """Serve until the client goes (stdio) or the process is stopped (HTTP)."""
     keep_traces_local(machine.settings.allow_tracing)
     server = build(machine)

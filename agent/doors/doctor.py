@@ -10,12 +10,11 @@ from dataclasses import asdict, dataclass
 
 import httpx
 
+from kernelwright.agent.ollama_tags import NotOllama, pulled_models, tagged
+from kernelwright.agent.settings import Settings
 from kernelwright.tools import nvml
 from kernelwright.tools.compile import compile_nvrtc
 from kernelwright.tools.errors import NoGpuError
-
-from .ollama_tags import NotOllama, pulled_models, tagged
-from .settings import Settings
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from kernelwright.agent.batch import BatchState, TaskState
+from kernelwright.agent.doors.batch_records import BatchState, TaskReport, TaskState
 from kernelwright.agent.rundir import RunDir
 from kernelwright.tools import expr
 from kernelwright.tools.backend import candidate_key
@@ -22,34 +20,6 @@ from kernelwright.tools.task import Task, load_task, reference_candidate
 from kernelwright.tools.timing import roofline_floor_ms
 
 ORIGINAL_FAILS = "the task's own kernel fails its check"
-
-
-class TaskReport(BaseModel):
-    """One task's outcome, as tasks/SLUG.json holds it."""
-
-    id: str
-    name: str
-    path: str
-    kind: str
-    status: str
-    verdict: str  # faster | unchanged | failed | pending
-    reason: str = ""  # why it failed
-    stop_reason: str = ""
-    baseline_ms: float | None = None  # the original kernel, median
-    baseline_iqr_ms: float | None = None
-    best_ms: float | None = None  # the best verified kernel, median
-    speedup: float | None = None  # best over the original (median of per-round ratios)
-    speedup_iqr: float | None = None
-    floor_ms: float | None = None  # roofline: the least time the bench size could take
-    roofline_before: float | None = None  # floor / baseline: share of the bound achieved
-    roofline_after: float | None = None  # floor / best
-    techniques: list[str] = []  # the tags along the best kernel's line of descent
-    best_attempt: int = 0
-    attempts: list[dict[str, Any]] = []  # each attempt, without its source (in the run dir)
-    device: str = ""
-    run_dir: str = ""
-    best_kernel: str = ""
-    wall_s: float = 0.0
 
 
 def _checks(path: Path) -> dict[str, CheckReport]:
@@ -156,7 +126,7 @@ def write_task_json(task: TaskState, out: Path, device: DeviceInfo | None = None
 
 def write_report(state: BatchState, out: Path, device: DeviceInfo | None = None) -> dict[str, Any]:
     """Write every task's JSON, batch.json, report.md and report.html; return batch.json's data."""
-    from kernelwright.agent.batch_plots import plots
+    from kernelwright.agent.doors.batch_plots import plots
 
     reports = [write_task_json(t, out, device) for t in state.tasks]
     devices = sorted({r.device for r in reports if r.device})
@@ -252,5 +222,5 @@ def html(data: dict[str, Any], reports: list[TaskReport], images: dict[str, str]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters.update(ms=_ms, speed=_speed, rel=_rel)
     env.globals["pct"] = _pct
-    source = resources.files("kernelwright.agent").joinpath("templates/batch_report.html.j2")
+    source = resources.files("kernelwright.agent.doors").joinpath("templates/batch_report.html.j2")
     return env.from_string(source.read_text()).render(data=data, reports=reports, images=images)

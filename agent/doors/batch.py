@@ -17,12 +17,9 @@ import os
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-from pydantic import BaseModel
+from typing import Any, Literal, Protocol
 
 from kernelwright.agent.llm import ChatModel
 from kernelwright.agent.rundir import RunDir
@@ -30,25 +27,8 @@ from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend, RecordingGpu
 from kernelwright.tools.errors import KernelwrightError
 
-if TYPE_CHECKING:
-    from kernelwright.agent.batch_report import TaskReport
-
-STATE_FILE = "batch-state.json"
-Status = Literal["pending", "running", "done", "failed"]
-
-
-@dataclass(frozen=True)
-class Found:
-    id: str  # the task's place in the tree: "gelu", "kernelbench/relu_mlp"
-    slug: str  # id as a file name
-    path: Path  # the task file: name.toml or a KernelBench .py
-    kind: Literal["cuda", "kernelbench"]
-
-
-@dataclass(frozen=True)
-class Skipped:
-    path: Path
-    reason: str
+from .batch_records import STATE_FILE, BatchState, Found, Skipped, TaskReport, TaskState
+from .batch_report import original_failure, write_task_json
 
 
 def discover(root: Path, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], list[Skipped]]:
@@ -150,78 +130,6 @@ def _found(
     return Found(id=ident, slug=slug, path=path, kind=kind)
 
 
-class TaskState(BaseModel):
-    id: str
-    slug: str
-    path: str
-    kind: Literal["cuda", "kernelbench"]
-    status: Status = "pending"
-    reason: str = ""  # why it failed, in one line
-    stop_reason: str = ""  # why its loop stopped
-    run_dir: str = ""
-    wall_s: float = 0.0
-
-
-class SkippedState(BaseModel):
-    path: str
-    reason: str
-
-
-class BatchState(BaseModel):
-    version: int = 1
-    dir: str
-    budget: int
-    proposals_by: str  # the model's name (or the scripted stand-in's)
-    started: str
-    tasks: list[TaskState]
-    skipped: list[SkippedState] = []
-    # how each task's loop runs, kept so a resume runs as the batch started
-    minutes: float = 60.0
-    plateau: int = 4
-    memory: bool = True
-    backend: str | None = None  # the compile backend; None: the settings'
-
-    @classmethod
-    def plan(
-        cls,
-        root: Path,
-        found: list[Found],
-        skipped: list[Skipped],
-        budget: int,
-        by: str,
-        **loop: Any,
-    ) -> BatchState:
-        return cls(
-            **loop,
-            dir=str(root.resolve()),
-            budget=budget,
-            proposals_by=by,
-            started=time.strftime("%Y-%m-%d %H:%M:%S"),
-            tasks=[TaskState(id=f.id, slug=f.slug, path=str(f.path), kind=f.kind) for f in found],
-            skipped=[SkippedState(path=str(s.path), reason=s.reason) for s in skipped],
-        )
-
-    @classmethod
-    def load(cls, out: Path) -> BatchState | None:
-        """The batch kept in `out`, None if none; KernelwrightError if the file is not one."""
-        path = out / STATE_FILE
-        if not path.is_file():
-            return None
-        try:
-            return cls.model_validate_json(path.read_bytes())
-        except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise KernelwrightError(
-                f"{path} is not a batch's state ({first}): move it away to start a new batch "
-                "there, or choose another --out"
-            ) from None
-
-    def save(self, out: Path) -> None:
-        tmp = out / (STATE_FILE + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2))
-        os.replace(tmp, out / STATE_FILE)  # a kill never leaves half a state file
-
-
 class BatchProgress(Protocol):
     def task_started(self, index: int, task: TaskState, attempts_done: int) -> None: ...
 
@@ -254,7 +162,6 @@ def run_batch(
     """Run every task not yet done or failed, saving the state after each change. A task's
     failure is recorded and the batch goes on; KeyboardInterrupt leaves the task running, for
     a resume."""
-    from kernelwright.agent.batch_report import original_failure, write_task_json
     from kernelwright.agent.optimize import optimize
 
     ui = progress or NoProgress()

@@ -10,7 +10,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from kernelwright.agent.doors import DoorError, Machine
+from kernelwright.agent.doors.jobs import DoorError, Machine
 from kernelwright.agent.llm import Message, ScriptedLLM
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend, ReplayGpu

@@ -17,16 +17,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kernelwright.agent import __version__
+from kernelwright.agent.privacy import keep_traces_local
+from kernelwright.agent.settings import load
 from kernelwright.tools.errors import KernelwrightError, NoGpuError
 
-from . import __version__
 from .cli_batch import batch
-from .cli_doors import chat, mcp
 from .cli_eval import eval_app
 from .cli_memory import memory_app, progress_line, search_report
-from .options import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
-from .privacy import keep_traces_local
-from .settings import load
+from .cli_sessions import chat, mcp
+from .flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
 
 app = typer.Typer(
     name="kernelwright",

@@ -14,12 +14,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kernelwright.agent.options import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
+from kernelwright.agent.doors.flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
 from kernelwright.tools.errors import KernelwrightError
 
 if TYPE_CHECKING:
-    from kernelwright.agent.batch import BatchState, TaskState
-    from kernelwright.agent.batch_report import TaskReport
+    from kernelwright.agent.doors.batch_records import BatchState, TaskReport, TaskState
     from kernelwright.agent.llm import ChatModel
     from kernelwright.tools.backend import GpuBackend
     from kernelwright.tools.results import DeviceInfo
@@ -53,7 +52,7 @@ def batch(
     Tasks are name.cu + name.toml pairs and KernelBench .py problems anywhere under DIRECTORY.
     The report in --out: report.html (self-contained, with plots), report.md, batch.json and
     tasks/NAME.json; exit status 1 when a task failed."""
-    from kernelwright.agent.batch import BatchState
+    from kernelwright.agent.doors.batch_records import BatchState
 
     given = {
         "minutes": minutes,
@@ -94,8 +93,8 @@ def run_batch_command(
 ) -> int:
     """The command without typer; tests hand in a scripted model, a replay backend and a
     device. Returns the exit code."""
-    from kernelwright.agent.batch import BatchState, discover, run_batch
-    from kernelwright.agent.batch_report import write_report
+    from kernelwright.agent.doors.batch import BatchState, discover, run_batch
+    from kernelwright.agent.doors.batch_report import write_report
     from kernelwright.agent.settings import load
 
     if not directory.is_dir():

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from kernelwright.agent import doors
+from kernelwright.agent.doors import jobs
 from kernelwright.agent.llm import Message
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.spec import CudaTask
@@ -126,14 +126,12 @@ def parse(line: str) -> Intent:
 class ChatSession:
     """One user's session: the loaded task, its measurements, the best kernel found so far."""
 
-    def __init__(
-        self, machine: doors.Machine, out: Console, confirm: Callable[[str], bool]
-    ) -> None:
+    def __init__(self, machine: jobs.Machine, out: Console, confirm: Callable[[str], bool]) -> None:
         self.machine, self.out, self.confirm = machine, out, confirm
         self.task: Task | None = None
         self.task_path: Path | None = None
-        self.measured: doors.Measured | None = None
-        self.best: doors.RunOutcome | None = None
+        self.measured: jobs.Measured | None = None
+        self.best: jobs.RunOutcome | None = None
         self.turns: list[Message] = []
 
     # --- the loop around commands ---
@@ -186,14 +184,14 @@ class ChatSession:
 
     def _need_task(self) -> Task:
         if self.task is None:
-            raise doors.DoorError('nothing loaded: /load PATH first (or say "load examples/gelu")')
+            raise jobs.DoorError('nothing loaded: /load PATH first (or say "load examples/gelu")')
         return self.task
 
     # --- the jobs ---
 
     def load(self, arg: str) -> None:
         if not arg:
-            raise doors.DoorError("/load needs a path: /load examples/softmax")
+            raise jobs.DoorError("/load needs a path: /load examples/softmax")
         path = Path(arg).expanduser()
         task = load_task(path)
         self.task, self.task_path = task, path
@@ -212,10 +210,10 @@ class ChatSession:
                 f"{escape(sizes) or 'no sizes'}); optimize writes a ModelNew with custom CUDA"
             )
 
-    def profile(self) -> doors.Measured:
+    def profile(self) -> jobs.Measured:
         task = self._need_task()
         self.say(f"measuring {escape(task.name)}...")
-        self.measured = doors.measure(self.machine, task)
+        self.measured = jobs.measure(self.machine, task)
         for line in self.measured.lines():
             self.say(f"  {escape(line)}")
         return self.measured
@@ -227,7 +225,7 @@ class ChatSession:
         asked = f", trying {escape(hint)}" if hint else ""
         self.say(f"optimizing {escape(task.name)}: {what}{asked} (Ctrl-C stops the run)")
         try:
-            outcome = doors.optimize(
+            outcome = jobs.optimize(
                 self.machine,
                 self.task_path,
                 budget=rounds,
@@ -238,7 +236,7 @@ class ChatSession:
             )
         except KeyboardInterrupt:
             self.machine.drop_gpu()
-            stopped = doors.stopped_run(self.machine.settings, task)
+            stopped = jobs.stopped_run(self.machine.settings, task)
             n = len(stopped.attempts) if stopped else 0
             self._remember(stopped)
             self.say(
@@ -261,22 +259,22 @@ class ChatSession:
             self.say(f"an earlier run's {self.best.best_speedup:.2f}x stays the best")
 
     def _progress(self, event: dict[str, Any]) -> None:
-        line = escape(doors.progress_line(event))
+        line = escape(jobs.progress_line(event))
         if event.get("attempt") is not None:
             self.say(f"  {line}")
         else:
             self.say(f"  [dim]· {line}[/]")
 
-    def _remember(self, outcome: doors.RunOutcome | None) -> None:
+    def _remember(self, outcome: jobs.RunOutcome | None) -> None:
         if outcome is not None and outcome.best_speedup > self._best_speedup():
             self.best = outcome
 
     def _best_speedup(self) -> float:
         return self.best.best_speedup if self.best else 1.0
 
-    def _need_best(self, task: Task) -> doors.RunOutcome:
+    def _need_best(self, task: Task) -> jobs.RunOutcome:
         if self.best is None:
-            raise doors.DoorError(
+            raise jobs.DoorError(
                 "nothing to show yet: the best kernel is still the original (/optimize first)"
             )
         return self.best
@@ -307,7 +305,7 @@ class ChatSession:
         best = self._need_best(task)
         original, dest = _files(task)
         if dest.resolve() == original.resolve():
-            raise doors.DoorError(f"{dest} is the task's own kernel: not overwritten")
+            raise jobs.DoorError(f"{dest} is the task's own kernel: not overwritten")
         if (
             dest.exists()
             and dest.read_text() != best.best_source
@@ -332,11 +330,11 @@ class ChatSession:
         if not query:
             task = self._need_task()
             query = self.best.best_source if self.best else task.source
-        answer = doors.search_memory(self.machine.settings, query)
+        answer = jobs.search_memory(self.machine.settings, query)
         if answer.note:
             self.say(f"memory: {escape(answer.note)}")
         for i, episode in enumerate(answer.episodes, 1):
-            self.say(f"  {i}. {escape(doors.episode_line(episode))}")
+            self.say(f"  {i}. {escape(jobs.episode_line(episode))}")
 
     def ask(self, question: str) -> None:
         task = self._need_task()
@@ -393,7 +391,7 @@ ASK_SYSTEM = (
 )
 
 
-def run(machine: doors.Machine, task: Path | None, history: Path) -> None:
+def run(machine: jobs.Machine, task: Path | None, history: Path) -> None:
     """The session: read lines (prompt-toolkit with history on a terminal), act, repeat."""
     out = Console(highlight=False, soft_wrap=True)
     read, confirm = _reader(history)
