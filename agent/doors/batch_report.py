@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.agent.doors.batch_records import BatchState, TaskReport, TaskState
+from kernelwright.agent.formats import clip
 from kernelwright.agent.rundir import RunDir
 from kernelwright.tools import expr
 from kernelwright.tools.backend import candidate_key
@@ -170,11 +171,6 @@ def _speed(r: TaskReport) -> str:
     return f"{r.speedup:.2f}x" + (f" (IQR {r.speedup_iqr:.3f})" if r.speedup_iqr else "")
 
 
-def _cell(text: str, width: int = 90) -> str:
-    text = " ".join(text.split()).replace("|", "/")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _rel(path: str, root: str) -> str:
     p = Path(path)
     return p.relative_to(root).as_posix() if p.is_relative_to(root) else path
@@ -204,7 +200,8 @@ def markdown(data: dict[str, Any], reports: list[TaskReport]) -> str:
         lines.append(
             f"| {r.id} | {r.verdict} | {_ms(r.baseline_ms)} | {_ms(r.best_ms)} | {_speed(r)} "
             f"| {_pct(r.roofline_before, r.roofline_after)} | {len(r.attempts)} "
-            f"| {_cell(', '.join(r.techniques), 50)} | {_cell(r.reason or r.stop_reason)} |"
+            f"| {clip(', '.join(r.techniques), 50, cell=True)} "
+            f"| {clip(r.reason or r.stop_reason, 90, cell=True)} |"
         )
     if data["failed"]:
         lines += ["", "## Failed", ""]

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kernelwright.agent.doors import jobs
+from kernelwright.agent.formats import episode_line, event_line
 from kernelwright.agent.llm import Message
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.spec import CudaTask
@@ -259,7 +260,7 @@ class ChatSession:
             self.say(f"an earlier run's {self.best.best_speedup:.2f}x stays the best")
 
     def _progress(self, event: dict[str, Any]) -> None:
-        line = escape(jobs.progress_line(event))
+        line = escape(event_line(event))
         if event.get("attempt") is not None:
             self.say(f"  {line}")
         else:
@@ -334,7 +335,7 @@ class ChatSession:
         if answer.note:
             self.say(f"memory: {escape(answer.note)}")
         for i, episode in enumerate(answer.episodes, 1):
-            self.say(f"  {i}. {escape(jobs.episode_line(episode))}")
+            self.say(f"  {i}. {escape(episode_line(episode))}")
 
     def ask(self, question: str) -> None:
         task = self._need_task()

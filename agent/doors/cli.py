@@ -24,7 +24,7 @@ from kernelwright.tools.errors import KernelwrightError, NoGpuError
 
 from .cli_batch import batch
 from .cli_eval import eval_app
-from .cli_memory import memory_app, progress_line, search_report
+from .cli_memory import memory_app
 from .cli_sessions import chat, mcp
 from .flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
 
@@ -173,28 +173,23 @@ def optimize(
     no_memory: NoMemory = False,
 ) -> None:
     """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau."""
+    from rich.text import Text
+
+    from kernelwright.agent.formats import attempt_text, search_event_line, search_table
     from kernelwright.agent.optimize import optimize as run_loop
+    from kernelwright.tools.results import Attempt
 
     settings = load(model=model)
     state = {"best": 1.0, "n": 0}
 
     def progress(event: dict[str, object]) -> None:
         attempt = event.get("attempt")
-        if attempt is not None:
-            from kernelwright.tools.results import Attempt
-
-            assert isinstance(attempt, Attempt)
+        if isinstance(attempt, Attempt):
             state["n"] = attempt.index
             state["best"] = float(event.get("best_speedup") or state["best"])  # type: ignore[arg-type]
-            speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
-            mark = " [green]kept[/]" if attempt.kept else ""
-            err.print(
-                f"  #{attempt.index} [{', '.join(attempt.tags) or '-'}] "
-                f"{attempt.verdict}{speed}{mark}: {escape(_short(attempt.reason))}",
-                highlight=False,
-            )
-        if (line := progress_line(event)) is not None:
-            err.print(line, highlight=False)
+            err.print(Text("  ") + attempt_text(attempt), highlight=False)
+        if (line := search_event_line(event)) is not None:
+            err.print(Text(f"  {line}"), highlight=False)
         status.update(
             f"{task.name}: candidate {state['n'] + 1}/{budget} · {event.get('node')}: "
             f"{event.get('message', '')} · best {state['best']:.2f}x"
@@ -237,13 +232,8 @@ def optimize(
         highlight=False,
         soft_wrap=True,
     )
-    if (table := search_report(output)) is not None:
+    if (table := search_table(output)) is not None:
         out.print(table)
-
-
-def _short(text: str, width: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _print_report(report: object) -> None:

@@ -13,9 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from kernelwright.agent.doors.flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
+from kernelwright.agent.formats import attempt_text
 from kernelwright.tools.errors import KernelwrightError
+from kernelwright.tools.results import Attempt
 
 if TYPE_CHECKING:
     from kernelwright.agent.doors.batch_records import BatchState, TaskReport, TaskState
@@ -266,16 +269,8 @@ class RichBatchProgress:
 
     def loop_event(self, task: TaskState, event: dict[str, Any]) -> None:
         attempt = event.get("attempt")
-        if attempt is not None:
-            speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
-            mark = " [green]kept[/]" if attempt.kept else ""
-            reason = " ".join(attempt.reason.split())[:90]
-            tags = ", ".join(attempt.tags) or "-"
-            self.console.print(
-                f"  {task.id} #{attempt.index} {escape(f'[{tags}]')} "
-                f"{attempt.verdict}{speed}{mark}: {escape(reason)}",
-                highlight=False,
-            )
+        if isinstance(attempt, Attempt):
+            self.console.print(Text(f"  {task.id} ") + attempt_text(attempt), highlight=False)
             self.bars.update(self.current, completed=attempt.index)
         self.bars.update(
             self.current,

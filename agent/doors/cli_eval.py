@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kernelwright.agent.formats import clip
+
 eval_app = typer.Typer(name="eval", no_args_is_help=True, help="Run an evaluation suite.")
 out = Console()
 err = Console(stderr=True)
@@ -34,16 +36,11 @@ def _table(results: list[Any], title: str) -> Table:
         if r.speedup is not None and r.verdict == "correct":
             got += f" {r.speedup:.2f}x"
         expected = r.case.verdict + (f" ({escape(r.case.detail)})" if r.case.detail else "")
-        reason = escape(_short(r.reason))
+        reason = escape(clip(r.reason, 160))
         if not r.ok:
             reason += f"\n[red]MISMATCH: {escape(r.problem)}[/]"
         table.add_row(r.case.name, r.case.family, expected, got, reason, f"{r.wall_s:.1f} s")
     return table
-
-
-def _short(text: str, width: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @eval_app.command()
@@ -110,7 +107,7 @@ def adversarial(
                 if not result.ok:
                     err.print(
                         f"  [red]mismatch[/] {case.name}: {escape(result.problem)} "
-                        f"(got {result.verdict}: {escape(_short(result.reason))})",
+                        f"(got {result.verdict}: {escape(clip(result.reason, 160))})",
                         highlight=False,
                     )
 

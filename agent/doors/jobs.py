@@ -313,21 +313,6 @@ def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcom
     )
 
 
-def progress_line(event: dict[str, Any]) -> str:
-    """One line for a loop event, as a person reads it."""
-    attempt = event.get("attempt")
-    if isinstance(attempt, Attempt):
-        speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
-        kept = " kept" if attempt.kept else ""
-        reason = " ".join(attempt.reason.split())
-        reason = reason if len(reason) <= 100 else reason[:99] + "…"
-        return (
-            f"#{attempt.index} [{', '.join(attempt.tags) or '-'}] "
-            f"{attempt.verdict}{speed}{kept}: {reason}"
-        )
-    return f"{event.get('node', '')}: {event.get('message', '')}"
-
-
 # --- memory ---
 
 
@@ -356,13 +341,3 @@ def search_memory(settings: Settings, query: str, n: int = 5) -> MemoryAnswer:
         raise DoorError(f"the memory at {where} cannot be searched: {first}") from None
     note = "" if episodes else f"nothing stored yet at {where}"
     return MemoryAnswer(where, note, episodes)
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
-
-
-def episode_line(e: Any) -> str:
-    speed = f" {e.speedup:.2f}x" if e.speedup is not None else ""
-    where = ", ".join(x for x in (e.op_class, e.bottleneck, e.arch, e.run_id) if x)
-    return f"[{', '.join(e.tags) or '-'}] {e.verdict}{speed} ({where})"

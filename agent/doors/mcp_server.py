@@ -24,6 +24,7 @@ from pydantic import Field
 
 from kernelwright.agent import __version__
 from kernelwright.agent.doors import jobs
+from kernelwright.agent.formats import event_line
 from kernelwright.agent.privacy import keep_traces_local
 from kernelwright.agent.rundir import RunDir
 from kernelwright.tools.backend import ReplayMiss
@@ -162,7 +163,7 @@ def build(machine: jobs.Machine) -> MCPServer:
             else:  # within a candidate: rises toward the next whole number, never past it
                 step["events"] += 1
                 value = step["done"] + step["events"] / (step["events"] + 1)
-            line = jobs.progress_line(event)
+            line = event_line(event)
             anyio.from_thread.run(ctx.report_progress, value, float(budget), line)
 
         def work() -> jobs.RunOutcome:

@@ -8,9 +8,10 @@ from langgraph.runtime import Runtime
 
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.experience import TechniqueChoice
+from kernelwright.agent.formats import clip, markdown_table, search_rows
 from kernelwright.agent.nodes.common import best_name, should_stop
 from kernelwright.agent.state import LoopState
-from kernelwright.memory.reasoning import EdgeStats, ReasoningGraph
+from kernelwright.memory.reasoning import ReasoningGraph
 from kernelwright.tools.results import Attempt
 
 
@@ -24,44 +25,19 @@ def finish(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     return {"stop_reason": reason}
 
 
-def _cell(text: str, width: int = 70) -> str:
-    text = " ".join(text.split()).replace("|", "/")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _stats(visits: float, success: float, mean_log: float) -> str:
-    return f"{visits:g}, {success:.0%}, {mean_log:+.3f}"
-
-
-def outcome(a: Attempt) -> str:
-    speed = f" {a.speedup:.2f}x" if a.speedup is not None else ""
-    return f"{a.verdict}{speed}" + (", kept" if a.kept else "")
-
-
 def search_table(
     choices: list[TechniqueChoice], attempts: list[Attempt], graph: ReasoningGraph | None
 ) -> list[str]:
     """The search's choices, the edge's statistics then and now, and what came of each."""
-    by_index = {a.index: a for a in attempts}
-    lines = [
+    header, rows = search_rows(choices, attempts, graph)
+    return [
         "## The search: MCGS over the reasoning graph",
         "",
         "Statistics of the chosen edge (from the techniques the kernel had, for its bottleneck):"
         " visits (the prior counts as one), success rate, mean log-speedup per step.",
         "",
-        "| # | chose | bottleneck | kernel had | when chosen | now | applied | outcome |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        *markdown_table(header, rows),
     ]
-    for c in choices:
-        now: EdgeStats | None = graph.peek(c.state, c.tag, c.bottleneck) if graph else None
-        a = by_index.get(c.attempt)
-        lines.append(
-            f"| {c.attempt} | {c.tag} | {c.bottleneck} | {', '.join(c.state) or '(original)'} | "
-            f"{_stats(c.visits, c.success_rate, c.mean_log_speedup)} | "
-            + (_stats(now.visits, now.success_rate, now.mean_log_speedup) if now else "")
-            + f" | {', '.join(a.tags) if a and a.tags else '-'} | {outcome(a) if a else ''} |"
-        )
-    return lines
 
 
 def summary(
@@ -95,7 +71,7 @@ def summary(
         note = a.explanation or a.reason
         lines.append(
             f"| {a.index} | {a.parent} | {', '.join(a.tags) or '-'} | {a.verdict} | "
-            f"{speed} | {'yes' if a.kept else ''} | {_cell(note)} |"
+            f"{speed} | {'yes' if a.kept else ''} | {clip(note, 70, cell=True)} |"
         )
     choices = state.get("choices", [])
     if choices:

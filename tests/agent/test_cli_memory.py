@@ -247,8 +247,8 @@ def test_another_embedding_than_the_store_was_built_with(settings_env: Path) -> 
 def test_optimize_shows_the_search_in_its_progress_and_final_report() -> None:
     from rich.console import Console
 
-    from kernelwright.agent.doors.cli_memory import progress_line, search_report
     from kernelwright.agent.experience import TechniqueChoice
+    from kernelwright.agent.formats import search_event_line, search_table
 
     choice = TechniqueChoice(
         tag="coalescing",
@@ -260,17 +260,17 @@ def test_optimize_shows_the_search_in_its_progress_and_final_report() -> None:
         mean_log_speedup=0.2,
         attempt=1,
     )
-    shown = progress_line(
+    shown = search_event_line(
         {"node": "propose", "message": f"search: {choice.line}", "choice": choice}
     )
     assert shown == (
-        "  search: coalescing for memory-bound (2 measured: 3 visits, 50% success, "
+        "search: coalescing for memory-bound (2 measured: 3 visits, 50% success, "
         "mean log-speedup +0.200)"
     )
-    assert progress_line({"node": "compile", "message": "compiling"}) is None
+    assert search_event_line({"node": "compile", "message": "compiling"}) is None
     done = attempt(1, SHARED, speedup=1.5, tags=("coalescing", "block-per-row"))
     done = done.model_copy(update={"kept": True})
-    table = search_report({"choices": [choice], "attempts": [done]})
+    table = search_table({"choices": [choice], "attempts": [done]})
     assert table is not None
     console = Console(record=True, width=200)
     console.print(table)
@@ -280,13 +280,12 @@ def test_optimize_shows_the_search_in_its_progress_and_final_report() -> None:
         "1",
         "coalescing",
         "memory-bound",
-        "3",
-        "50%",
-        "+0.200",
+        "(original)",
+        "3, 50%, +0.200",
         "coalescing, block-per-row",
         "correct 1.50x kept",
     ]
-    assert search_report({"choices": [], "attempts": [done]}) is None
+    assert search_table({"choices": [], "attempts": [done]}) is None
 
 
 # --- a bad record is refused whole; a store an older version poisoned still works ---

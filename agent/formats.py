@@ -1,0 +1,122 @@
+"""One formatter for each thing kernelwright shows a person: a clipped line, an attempt, a loop
+event, a stored episode, the search's table. The run's summary.md, the command line, the batch,
+chat and MCP all call these, so an attempt reads the same wherever it appears."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+
+from kernelwright.tools.results import Attempt
+
+if TYPE_CHECKING:
+    from kernelwright.agent.experience import TechniqueChoice
+    from kernelwright.memory.reasoning import EdgeStats, ReasoningGraph
+
+REASON_WIDTH = 100  # an attempt's reason on a progress line
+
+
+def clip(text: str, width: int, *, cell: bool = False) -> str:
+    """`text` on one line of at most `width` characters: runs of whitespace become one space,
+    and a cut ends in "…". `cell`: for a Markdown table cell, where "|" would end the cell."""
+    text = " ".join(text.split())
+    if cell:
+        text = text.replace("|", "/")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def tags(a: Attempt) -> str:
+    return ", ".join(a.tags) or "-"
+
+
+def outcome(a: Attempt) -> str:
+    """What came of an attempt: "correct 1.42x kept", "wrong", "timeout"."""
+    speed = f" {a.speedup:.2f}x" if a.speedup is not None else ""
+    return f"{a.verdict}{speed}" + (" kept" if a.kept else "")
+
+
+def attempt_text(a: Attempt, width: int = REASON_WIDTH) -> Text:
+    """An attempt on one line, "#3 [tiling] correct 1.42x kept: why", "kept" in green. A rich
+    Text, never parsed as markup: a reason with brackets in it prints as it is."""
+    line = Text(f"#{a.index} [{tags(a)}] {outcome(a)}: {clip(a.reason, width)}")
+    if a.kept:
+        start = line.plain.index(": ") - len("kept")
+        line.stylize("green", start, start + len("kept"))
+    return line
+
+
+def attempt_line(a: Attempt, width: int = REASON_WIDTH) -> str:
+    return attempt_text(a, width).plain
+
+
+def event_line(event: Mapping[str, Any]) -> str:
+    """One line for any loop event: its attempt, or the node and its message."""
+    attempt = event.get("attempt")
+    if isinstance(attempt, Attempt):
+        return attempt_line(attempt)
+    return f"{event.get('node', '')}: {event.get('message', '')}"
+
+
+def search_event_line(event: Mapping[str, Any]) -> str | None:
+    """The search's own events (a technique chosen, contrastive pairs found): the line to keep
+    on screen for one, else None."""
+    if "choice" in event or "pairs" in event:
+        return str(event.get("message", ""))
+    return None
+
+
+def episode_line(e: Any) -> str:
+    """A stored attempt (memory.store.Episode) as a search result."""
+    speed = f" {e.speedup:.2f}x" if e.speedup is not None else ""
+    where = ", ".join(x for x in (e.op_class, e.bottleneck, e.arch, e.run_id) if x)
+    return f"[{', '.join(e.tags) or '-'}] {e.verdict}{speed} ({where})"
+
+
+def _stats(visits: float, success: float, mean_log: float) -> str:
+    return f"{visits:g}, {success:.0%}, {mean_log:+.3f}"
+
+
+def search_rows(
+    choices: Sequence[TechniqueChoice],
+    attempts: Sequence[Attempt],
+    graph: ReasoningGraph | None = None,
+) -> tuple[list[str], list[list[str]]]:
+    """The search's table: per candidate, the technique MCGS chose, for which bottleneck, from
+    which techniques, the chosen edge's statistics (visits, success rate, mean log-speedup)
+    when chosen and, with `graph`, now; what the candidate applied and what came of it."""
+    header = ["#", "chose", "bottleneck", "kernel had", "when chosen"]
+    header += ["now"] if graph is not None else []
+    header += ["applied", "outcome"]
+    by_index = {a.index: a for a in attempts}
+    rows = []
+    for c in choices:
+        a = by_index.get(c.attempt)
+        row = [str(c.attempt), c.tag, c.bottleneck, ", ".join(c.state) or "(original)"]
+        row.append(_stats(c.visits, c.success_rate, c.mean_log_speedup))
+        if graph is not None:
+            now: EdgeStats | None = graph.peek(c.state, c.tag, c.bottleneck)
+            row.append(_stats(now.visits, now.success_rate, now.mean_log_speedup) if now else "")
+        row += [", ".join(a.tags) if a and a.tags else "-", outcome(a) if a else ""]
+        rows.append(row)
+    return header, rows
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    return lines + ["| " + " | ".join(clip(c, 200, cell=True) for c in row) + " |" for row in rows]
+
+
+def search_table(output: Mapping[str, Any]) -> Table | None:
+    """A finished run's search table for the terminal; None when the search chose nothing."""
+    header, rows = search_rows(output.get("choices") or [], output.get("attempts") or [])
+    if not rows:
+        return None
+    table = Table(title="The search's choices", title_justify="left")
+    for name in header:
+        table.add_column(name, justify="right" if name == "#" else "left")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
