@@ -85,27 +85,10 @@ def parse_json_object(text: str) -> dict[str, Any]:
 
 def repair_message(error: ReplyError) -> Message:
     """The user message of the one repair round: what was wrong and the exact format wanted."""
-    entry = error.entry
-    ask = {
-        "code": "the complete kernel source was missing",
-        "entry": f"the kernel must define the entry point `{entry}`",
-        "metadata": "the JSON metadata could not be read",
-    }[error.missing]
-    content = (
-        f"Your last reply could not be used: {error}\n"
-        f"In short: {ask}. Send the whole proposal again in exactly this format, nothing else:\n\n"
-        "```cuda\n"
-        f'// the complete kernel: extern "C" __global__ void {entry}(...) with the same\n'
-        "// parameters as before, and every helper it uses\n"
-        "```\n\n"
-        "```json\n"
-        '{"launch": null, "tags": ["short-tag"], "rationale": "one sentence on why it is faster"}\n'
-        "```\n\n"
-        'In the JSON use double quotes, no comments. "launch" is null to keep the task\'s '
-        'launch configuration, or {"block": [256], "grid": ["ceil_div(N, 256)"], '
-        '"shared_mem_bytes": "0"} with expressions over the task\'s sizes.'
-    )
-    return Message(role="user", content=content)
+    from kernelwright.prompts.render import render
+
+    (message,) = render("repair", problem=str(error), missing=error.missing, entry=error.entry)
+    return Message(role="user", content=message["content"])
 
 
 # --- fences and bare code ---

@@ -73,22 +73,7 @@ def _is_prose(line: str) -> bool:
 
 def repair_message(error: ReplyError) -> Message:
     """The user message of the one repair round for a KernelBench candidate."""
-    ask = {
-        "code": "the complete Python file was missing",
-        "entry": "the file must define class ModelNew(torch.nn.Module)",
-        "metadata": "the JSON metadata could not be read",
-    }[error.missing]
-    content = (
-        f"Your last reply could not be used: {error}\n"
-        f"In short: {ask}. Send the whole proposal again in exactly this format, nothing else:\n\n"
-        "```python\n"
-        "# the complete file: imports, any CUDA source and its cupy.RawKernel, and\n"
-        "# class ModelNew(torch.nn.Module) with the same __init__ arguments and forward\n"
-        "# inputs and outputs as Model\n"
-        "```\n\n"
-        "```json\n"
-        '{"tags": ["short-tag"], "rationale": "one sentence on why it is faster"}\n'
-        "```\n\n"
-        "In the JSON use double quotes, no comments."
-    )
-    return Message(role="user", content=content)
+    from kernelwright.prompts.render import render
+
+    (message,) = render("repair_kernelbench", problem=str(error), missing=error.missing)
+    return Message(role="user", content=message["content"])

@@ -43,13 +43,14 @@ def _checked_name(name: str) -> str:
 def _load(name: str) -> tuple[tuple[str, str], ...]:
     file = _package() / f"{_checked_name(name)}.yaml"
     data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not all(isinstance(data.get(r), str) for r in ROLES):
-        raise ValueError(f"{name}.yaml: expected string templates {' and '.join(ROLES)}")
+    roles = [r for r in ROLES if isinstance(data, dict) and r in data]
+    if not roles or not all(isinstance(data[r], str) for r in roles):
+        raise ValueError(f"{name}.yaml: expected string templates for {' and/or '.join(ROLES)}")
     return tuple((str(k), v) for k, v in data.items() if isinstance(v, str))
 
 
 def load(name: str) -> dict[str, str]:
-    """The templates of `<name>.yaml` by key ("system", "user"), as text."""
+    """The templates of `<name>.yaml` by key ("system" and/or "user"), as text."""
     return dict(_load(name))
 
 
@@ -58,7 +59,7 @@ def _compiled(name: str) -> tuple[dict[str, jinja2.Template], frozenset[str]]:
     """The role templates, and every variable they use (in any branch)."""
     texts = load(name)
     templates, used = {}, set()
-    for role in ROLES:
+    for role in (r for r in ROLES if r in texts):
         used |= jinja2.meta.find_undeclared_variables(_ENV.parse(texts[role]))
         templates[role] = _ENV.from_string(texts[role])
     return templates, frozenset(used - set(_ENV.globals))
@@ -70,7 +71,8 @@ def variables(name: str) -> frozenset[str]:
 
 
 def render(name: str, **values: Any) -> list[dict[str, str]]:
-    """The chat messages of prompt `name`: [{"role": "system", ...}, {"role": "user", ...}].
+    """The chat messages of prompt `name`: [{"role": "system", ...}, {"role": "user", ...}],
+    of the roles its file has (a repair round is one user message).
 
     Every variable the templates use must be given, even one only a branch not taken reads
     (jinja2.UndefinedError otherwise), and no other (TypeError): a typo fails loudly.
@@ -82,7 +84,7 @@ def render(name: str, **values: Any) -> list[dict[str, str]]:
     unknown = sorted(values.keys() - wanted)
     if unknown:
         raise TypeError(f"prompt {name!r} takes no variable(s) {', '.join(unknown)}")
-    return [{"role": role, "content": templates[role].render(**values)} for role in ROLES]
+    return [{"role": role, "content": t.render(**values)} for role, t in templates.items()]
 
 
 def fewshot_names() -> list[str]:

@@ -345,11 +345,8 @@ class ChatSession:
             except KernelwrightError as exc:
                 self.say(f"  [yellow]not measured:[/] {escape(str(exc))}")
         model = self.machine.model()
-        messages = [
-            Message(role="system", content=ASK_SYSTEM),
-            *self.turns[-6:],
-            Message(role="user", content=self._context(task) + "\n\n## Question\n" + question),
-        ]
+        system, user = self._ask(task, question)
+        messages = [system, *self.turns[-6:], user]
         answer = model.complete(messages).strip()
         self.turns += [
             Message(role="user", content=question),
@@ -357,22 +354,31 @@ class ChatSession:
         ]
         self.say(f"[dim]({escape(self.machine.voice)})[/] {escape(answer)}")
 
-    def _context(self, task: Task) -> str:
-        lang = "cuda" if isinstance(task, CudaTask) else "python"
-        parts = [f"## Kernel: {task.name}", f"```{lang}\n{task.source.rstrip()}\n```"]
-        parts.append("## Measurements of this kernel")
-        if self.measured is not None:
-            parts += [f"- {line}" for line in self.measured.lines()]
-        else:
-            parts.append("- not measured")
+    def _ask(self, task: Task, question: str) -> tuple[Message, Message]:
+        """The question's system and user messages: the kernel, what was measured of it, the
+        best candidate so far, and the question (prompts/ask.yaml)."""
+        from kernelwright.prompts.render import render
+
         best = self.best
-        if best is not None:
-            tags = ", ".join(a.tags[0] for a in best.attempts if a.kept and a.tags)
-            parts += [
-                f"## Best candidate so far: {best.best_speedup:.2f}x ({tags or 'no tags'})",
-                f"```{lang}\n{best.best_source.rstrip()}\n```",
-            ]
-        return "\n".join(parts)
+        system, user = render(
+            "ask",
+            kernel=task.name,
+            lang="cuda" if isinstance(task, CudaTask) else "python",
+            source=task.source,
+            measured=self.measured.lines() if self.measured is not None else None,
+            best=None
+            if best is None
+            else {
+                "speedup": best.best_speedup,
+                "tags": ", ".join(a.tags[0] for a in best.attempts if a.kept and a.tags),
+                "source": best.best_source,
+            },
+            question=question,
+        )
+        return (
+            Message(role="system", content=system["content"]),
+            Message(role="user", content=user["content"]),
+        )
 
 
 def _files(task: Task) -> tuple[Path, Path]:
@@ -383,13 +389,6 @@ def _files(task: Task) -> tuple[Path, Path]:
         return original, original.with_name(f"{task.name}.best.cu")
     original = Path(task.path)
     return original, original.with_name(f"{task.name}.best.py")
-
-
-ASK_SYSTEM = (
-    "You are a CUDA performance engineer. The user is working on one kernel and asks about it. "
-    "Answer in a few plain sentences from the source and the measurements given; when a figure "
-    "was not measured, say so rather than guess. Suggest at most two techniques."
-)
 
 
 def run(machine: jobs.Machine, task: Path | None, history: Path) -> None:

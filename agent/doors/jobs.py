@@ -243,7 +243,10 @@ class GuidedModel:
         self.inner.ensure_ready()
 
     def complete(self, messages: list[Message]) -> str:
-        note = f"\n\nThe user asked for this technique in this session: {self.hint}."
+        from kernelwright.prompts.render import render
+
+        (hint,) = render("technique_hint", hint=self.hint)
+        note = "\n\n" + hint["content"]
         *head, last = messages
         if last["role"] == "user":
             last = Message(role="user", content=last["content"] + note)

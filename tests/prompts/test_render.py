@@ -6,6 +6,7 @@ rewrites them after a deliberate change to a template (review the diff before co
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
 from pathlib import Path
@@ -322,7 +323,7 @@ def test_reflect_wrong() -> None:
 # --- behaviour ---
 
 
-@pytest.mark.parametrize("name", ["propose", "reflect"])
+@pytest.mark.parametrize("name", ["propose", "reflect", "ask"])
 def test_templates_load_as_package_data(name: str) -> None:
     templates = render.load(name)
     assert {"system", "user"} <= set(templates)
@@ -555,3 +556,142 @@ def test_python_braces_survive_unchanged(kb_task: Any) -> None:
     source = KB_FASTER + "\nX = {'a': {{1}}}  # {% raw %} {{ not a variable }}\n"
     user = propose_kb(kb_task, source=source)[1]["content"]
     assert source.rstrip() in user
+
+
+# --- the other sentences the model reads: repair rounds, the technique hint, a chat question ---
+
+
+@pytest.mark.parametrize("missing", ["code", "entry", "metadata"])
+def test_repair_rounds(missing: str) -> None:
+    from kernelwright.agent import replies, replies_kernelbench
+    from kernelwright.agent.replies import ReplyError
+
+    error = ReplyError(missing, "no ```cuda block {braces} found", "softmax_kernel")  # type: ignore[arg-type]
+    cuda, kb = replies.repair_message(error), replies_kernelbench.repair_message(error)
+    assert_snapshot(f"repair_{missing}", [dict(cuda)])
+    assert_snapshot(f"repair_kernelbench_{missing}", [dict(kb)])
+    assert cuda["content"].startswith(
+        "Your last reply could not be used: no ```cuda block {braces}"
+    )
+
+
+def test_the_technique_hint_is_added_to_the_last_user_message() -> None:
+    from kernelwright.agent.doors.jobs import GuidedModel
+    from kernelwright.agent.llm import Message
+
+    class Echo:
+        name = "echo"
+
+        def ensure_ready(self) -> None:
+            pass
+
+        def complete(self, messages: list[Message]) -> str:
+            return "\n---\n".join(m["content"] for m in messages)
+
+    model = GuidedModel(Echo(), "tiling {{ x }}")
+    said = model.complete([Message(role="system", content="s"), Message(role="user", content="u")])
+    assert said == "s\n---\nu\n\nThe user asked for this technique in this session: tiling {{ x }}."
+    reply_last = [Message(role="user", content="u"), Message(role="assistant", content="a")]
+    assert model.complete(reply_last) == "u\n---\na"  # only a user's message carries it
+
+
+def test_a_chat_question(task: CudaTask) -> None:
+    values: dict[str, Any] = {
+        "kernel": task.name,
+        "lang": "cuda",
+        "source": task.source,
+        "measured": ["time: 0.0123 ms ± 0.0001 (median ± half IQR, 40 samples)"],
+        "best": {"speedup": 154.9, "tags": "block-per-row", "source": FASTER},
+        "question": "why is it {% slow %}?",
+    }
+    assert_snapshot("ask", render.render("ask", **values))
+    bare = render.render("ask", **{**values, "measured": None, "best": None})
+    assert "- not measured\n\n## Question\nwhy is it {% slow %}?" in bare[1]["content"]
+    assert "## Best candidate" not in bare[1]["content"]
+
+
+def test_a_prompt_file_needs_a_system_or_a_user_template() -> None:
+    assert [m["role"] for m in render.render("technique_hint", hint="x")] == ["user"]
+    assert set(render.load("repair")) == {"user"}
+
+
+def _sentence(text: str) -> bool:
+    """Words, not a key or a role name ("content", "user") nor a joiner ("\\n\\n")."""
+    return " " in text.strip() and any(c.isalpha() for c in text)
+
+
+def _written(content: ast.AST) -> bool:
+    """Whether an expression holds words written in code (in a string or an f-string), other
+    than a key it reads a value by (m["content"]); joining texts with blank lines is no sentence."""
+    keys = {id(n.slice) for n in ast.walk(content) if isinstance(n, ast.Subscript)}
+    texts = [
+        n.value
+        for n in ast.walk(content)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in keys
+    ]
+    texts += [  # an f-string's words around its fields: f"use {x} now" is "use {} now"
+        "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in n.values)
+        for n in ast.walk(content)
+        if isinstance(n, ast.JoinedStr)
+    ]
+    return any(_sentence(str(t)) for t in texts)
+
+
+def _assigned(scope: ast.AST) -> dict[str, list[ast.AST]]:
+    """What each name is given in a module or a function: `x = ...` and `x += ...`."""
+    given: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    given.setdefault(t.id, []).append(node.value)
+    return given
+
+
+def written_messages(source: str) -> list[int]:
+    """Lines where a chat message gets words written in code: as a literal, or through a name
+    the module or the function gives a literal."""
+    tree = ast.parse(source)
+    module = _assigned(tree)
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    found = []
+    for fn in functions:
+        names = {**module, **_assigned(fn)}
+        for node in ast.walk(fn):
+            content = None
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Message":
+                content = next((k.value for k in node.keywords if k.arg == "content"), None)
+            elif isinstance(node, ast.Dict):
+                keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+                if "role" in keys and "content" in keys:
+                    content = node.values[keys.index("content")]
+            if content is None:
+                continue
+            values = [content] + [
+                v for n in ast.walk(content) if isinstance(n, ast.Name) for v in names.get(n.id, [])
+            ]
+            if any(_written(v) for v in values):
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_no_sentence_for_the_model_is_written_in_agent_code() -> None:
+    # Every sentence the model reads lives in prompts/: a message built in agent/ code takes
+    # its content from a render(), a reply, or the user's own words, never from a literal.
+    root = Path(__file__).resolve().parents[2] / "agent"
+    found = [
+        f"{path.relative_to(root.parent)}:{line}"
+        for path in sorted(root.rglob("*.py"))
+        for line in written_messages(path.read_text())
+    ]
+    assert not found, "messages with sentences written in code: " + ", ".join(found)
+
+
+def test_the_guard_sees_a_written_sentence() -> None:
+    def written(expr: str) -> bool:
+        return _written(ast.parse(expr, mode="eval").body)
+
+    assert written('"Your reply was wrong"') and written('f"use {x} now"') and written('a + "x y"')
+    assert not written('m["content"]') and not written("question") and not written("a + b")
+    assert not written("f\"{system}\\n\\n{m['content']}\"")
