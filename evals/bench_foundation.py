@@ -122,7 +122,7 @@ def bench_task(
     name: str, repeat: int, with_load_inline: bool, cache: str, think_s: float
 ) -> dict[str, Any]:
     task = load_task(EXAMPLES / name)
-    assert isinstance(task, CudaTask)
+    assert task.kind == "cuda"  # a CUDA example (the assert narrows the type)
     faster = load_candidate(task, EXAMPLES / name / "candidates" / "faster.cu")
     # Cold: what one `kernelwright check` costs (new workers; the kernel cache already filled).
     with Verifier(VerifyOptions(cache_dir=cache)) as cold_verifier:

@@ -6,9 +6,12 @@ operations its Model uses."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.spec import ArgSpec, CudaTask
+from kernelwright.tools.task import Task
 
 OP_CLASSES = ("gemm", "transpose", "reduction", "stencil", "elementwise")
 DTYPE_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16"}
@@ -37,12 +40,28 @@ def _array(a: ArgSpec) -> str:
     return f"{_dtype(a.dtype)}[{','.join(a.shape)}]"
 
 
-def task_signature(task: CudaTask | KernelBenchTask) -> str:
+def task_signature(task: Task) -> str:
     """For example `rowsum(f32[M,N])->f32[M]`: inputs, then outputs (read-write on both sides);
     for a KernelBench problem `kernelbench:relu_mlp(batch_size=128,...)`."""
-    if isinstance(task, KernelBenchTask):
-        sizes = ",".join(f"{k}={v}" for k, v in task.size_globals.items())
-        return f"kernelbench:{task.name}({sizes})"
+    return _SIGNATURES[task.kind](task)
+
+
+def op_class(task: Task) -> str:
+    """One of OP_CLASSES, from the shapes of inputs and outputs, then from the task's words;
+    for a KernelBench problem from the torch operations in its source."""
+    return _OP_CLASSES[task.kind](task)
+
+
+def _problem_signature(task: KernelBenchTask) -> str:
+    sizes = ",".join(f"{k}={v}" for k, v in task.size_globals.items())
+    return f"kernelbench:{task.name}({sizes})"
+
+
+def _problem_op_class(task: KernelBenchTask) -> str:
+    return next((c for c, words in _TORCH_OPS if words.search(task.source)), "elementwise")
+
+
+def _kernel_signature(task: CudaTask) -> str:
     ins = [_array(a) for a in task.args if a.role in ("in", "inout")]
     outs = [_array(a) for a in task.args if a.role in ("out", "inout")]
     return f"{task.entry}({', '.join(ins)})->{', '.join(outs)}"
@@ -59,11 +78,7 @@ def _is_gemm(ins: list[tuple[str, ...]], out: tuple[str, ...]) -> bool:
     return False
 
 
-def op_class(task: CudaTask | KernelBenchTask) -> str:
-    """One of OP_CLASSES, from the shapes of inputs and outputs, then from the task's words;
-    for a KernelBench problem from the torch operations in its source."""
-    if isinstance(task, KernelBenchTask):
-        return next((c for c, words in _TORCH_OPS if words.search(task.source)), "elementwise")
+def _kernel_op_class(task: CudaTask) -> str:
     ins = [tuple(a.shape) for a in task.args if a.role in ("in", "inout")]
     outs = [tuple(a.shape) for a in task.args if a.role in ("out", "inout")]
     words = f"{task.name} {task.entry} {task.description}".lower()
@@ -83,3 +98,14 @@ def op_class(task: CudaTask | KernelBenchTask) -> str:
     if _STENCIL_WORDS.search(words):
         return "stencil"
     return "elementwise"
+
+
+# How each task kind's signature and op class are read, by `task.kind`.
+_SIGNATURES: dict[str, Callable[[Any], str]] = {
+    "cuda": _kernel_signature,
+    "kernelbench": _problem_signature,
+}
+_OP_CLASSES: dict[str, Callable[[Any], str]] = {
+    "cuda": _kernel_op_class,
+    "kernelbench": _problem_op_class,
+}

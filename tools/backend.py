@@ -11,15 +11,12 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .profile import profile
 from .results import CheckReport, ProfileResult, SanitizeResult
 from .sanitize import sanitize
-from .spec import CudaCandidate, CudaTask
+from .task import Candidate, Task
 from .verify import Verifier, VerifyOptions
 
-Task = CudaTask | KernelBenchTask
-Candidate = CudaCandidate | KernelBenchCandidate
 Recorded = CheckReport | ProfileResult | SanitizeResult
 
 

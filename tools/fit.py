@@ -11,8 +11,9 @@ instead it is one line saying what is needed, where, and what there is.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .cuda_roles import reference_dtype
 from .spec import CudaTask
@@ -67,6 +68,11 @@ def needs(task: CudaTask, trials: Sequence[dict[str, int]], flush_bytes: int) ->
         kept += sent
         compare = max(compare, 6 * outs)  # two runs, and float64 temporaries of one
     return Needs(gpu, worker, kept + compare, at)
+
+
+# What a check holds, for each task kind whose arrays are all declared, by `task.kind`. Not a
+# KernelBench problem: its tensors are its own get_inputs()' to make, unknown until it runs.
+NEEDS: dict[str, Callable[[Any, Sequence[dict[str, int]], int], Needs]] = {"cuda": needs}
 
 
 def host_available_bytes() -> int | None:

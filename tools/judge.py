@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -19,62 +19,14 @@ from .plan import Trial
 from .protocol import Expect, Frame
 from .results import TrialResult
 from .spec import CudaTask
+from .task import Task
 
 Message = tuple[dict[str, Any], list[Frame]]
-
-
-def reference_expect(task: CudaTask | KernelBenchTask, trial: Trial, limit: int) -> Expect:
-    """The arrays the reference's worker may send for a trial."""
-    if isinstance(task, CudaTask):
-        sizes = []
-        for a in task.args:
-            if a.role in ("out", "inout"):
-                n = math.prod(task.shape(a, trial.sizes))
-                dtype = reference_dtype(a.dtype, n) if task.reference_python else a.dtype
-                sizes.append(n * np.dtype(dtype).itemsize)
-        return Expect(sizes=tuple(sizes))
-    return Expect(total=limit)
-
-
-def output_expect(task: CudaTask | KernelBenchTask, trial: Trial, ref: dict[str, Any]) -> Expect:
-    """Exactly the arrays a candidate's run must send: what the reference's outputs are."""
-    if isinstance(task, CudaTask):
-        return Expect(
-            sizes=tuple(
-                math.prod(task.shape(a, trial.sizes)) * np.dtype(a.dtype).itemsize
-                for a in task.args
-                if a.role in ("out", "inout")
-            )
-        )
-    return Expect(
-        sizes=tuple(
-            math.prod(m["shape"]) * np.dtype(_np_dtype(m["dtype"])).itemsize
-            for m in ref.get("native", [])
-        )
-    )
+Expected = list[tuple[str, np.ndarray, str]]  # (name, expected array, native dtype) an output
 
 
 def _np_dtype(name: str) -> str:
     return "uint16" if name == "bfloat16" else name
-
-
-def expected_arrays(
-    task: CudaTask | KernelBenchTask, trial: Trial, header: dict[str, Any], arrays: list[Frame]
-) -> list[tuple[str, np.ndarray, str]]:
-    """(name, expected array, native dtype) for each output, from the reference worker."""
-    out = []
-    if isinstance(task, CudaTask):
-        names = [a for a in task.args if a.role in ("out", "inout")]
-        for arg, raw, dtype in zip(names, arrays, header["dtypes"], strict=True):
-            shape = task.shape(arg, trial.sizes)
-            out.append((arg.name, np.frombuffer(raw, dtype=dtype).reshape(shape), arg.dtype))
-    else:
-        for i, (raw, meta, native) in enumerate(
-            zip(arrays, header["meta"], header["native"], strict=True)
-        ):
-            arr = np.frombuffer(raw, dtype=_np_dtype(meta["dtype"])).reshape(meta["shape"])
-            out.append((f"output {i}", arr, native["dtype"]))
-    return out
 
 
 def kernelbench_tolerance(dtype: str) -> tuple[float, float]:
@@ -82,8 +34,202 @@ def kernelbench_tolerance(dtype: str) -> tuple[float, float]:
     return max(atol, 1e-4), max(rtol, 1e-4)  # library kernels reorder sums
 
 
+TaskT = TypeVar("TaskT", contravariant=True)
+
+
+class KindOutputs(Protocol[TaskT]):
+    """How the judge reads one task kind's outputs: the only part of it that differs by kind,
+    looked up by `task.kind` (OUTPUTS)."""
+
+    def reference_expect(self, task: TaskT, trial: Trial, limit: int) -> Expect:
+        """The arrays the reference's worker may send for a trial."""
+        ...
+
+    def output_expect(self, task: TaskT, trial: Trial, ref: dict[str, Any]) -> Expect:
+        """Exactly the arrays a candidate's run must send: what the reference's outputs are."""
+        ...
+
+    def expected(
+        self, task: TaskT, trial: Trial, header: dict[str, Any], arrays: list[Frame]
+    ) -> Expected:
+        """Each output as the reference's worker sent it."""
+        ...
+
+    def described_problem(
+        self, header: dict[str, Any], ref_header: dict[str, Any], j: int, name: str, native: str
+    ) -> str:
+        """What is wrong with output j as a candidate's run describes it ("" if nothing)."""
+        ...
+
+    def unwritten(self, task: TaskT, trial: Trial, name: str, per_run: list[np.ndarray]) -> str:
+        """Which elements of an output no run wrote ("" if none, or if it cannot be told)."""
+        ...
+
+    def tolerance(self, task: TaskT, dtype: str) -> tuple[float, float]:
+        """(atol, rtol) for an output of this dtype."""
+        ...
+
+    def inputs_differ(self, call: str) -> tuple[str, str]:
+        """(verdict, why) when a timed call's inputs are not the reference's."""
+        ...
+
+    def round_outputs_problem(self, ref: dict[str, Any], cand: dict[str, Any], call: str) -> str:
+        """What is wrong with a timed call's outputs beyond their sketches ("" if nothing)."""
+        ...
+
+    def round_output(self, task: TaskT, name: str, ref: dict[str, Any]) -> tuple[int, str]:
+        """(elements, dtype) of a timed call's output."""
+        ...
+
+
+class DeclaredOutputs:
+    """A CUDA task's outputs: its out and inout arguments, at the shapes the task declares, as
+    the harness copies them out of the kernel's buffers."""
+
+    def reference_expect(self, task: CudaTask, trial: Trial, limit: int) -> Expect:
+        sizes = []
+        for a in task.args:
+            if a.role in ("out", "inout"):
+                n = math.prod(task.shape(a, trial.sizes))
+                dtype = reference_dtype(a.dtype, n) if task.reference_python else a.dtype
+                sizes.append(n * np.dtype(dtype).itemsize)
+        return Expect(sizes=tuple(sizes))
+
+    def output_expect(self, task: CudaTask, trial: Trial, ref: dict[str, Any]) -> Expect:
+        return Expect(
+            sizes=tuple(
+                math.prod(task.shape(a, trial.sizes)) * np.dtype(a.dtype).itemsize
+                for a in task.args
+                if a.role in ("out", "inout")
+            )
+        )
+
+    def expected(
+        self, task: CudaTask, trial: Trial, header: dict[str, Any], arrays: list[Frame]
+    ) -> Expected:
+        out = []
+        names = [a for a in task.args if a.role in ("out", "inout")]
+        for arg, raw, dtype in zip(names, arrays, header["dtypes"], strict=True):
+            shape = task.shape(arg, trial.sizes)
+            out.append((arg.name, np.frombuffer(raw, dtype=dtype).reshape(shape), arg.dtype))
+        return out
+
+    def described_problem(
+        self, header: dict[str, Any], ref_header: dict[str, Any], j: int, name: str, native: str
+    ) -> str:
+        return ""  # the harness describes a kernel's outputs, from the task: never the kernel
+
+    def unwritten(self, task: CudaTask, trial: Trial, name: str, per_run: list[np.ndarray]) -> str:
+        role = next(a.role for a in task.args if a.name == name)
+        if role == "out" and len(per_run) == len(trial.poisons) == 2:
+            return correctness.unwritten(name, per_run, list(trial.poisons))
+        return ""
+
+    def tolerance(self, task: CudaTask, dtype: str) -> tuple[float, float]:
+        return correctness.tolerance(dtype, task.atol, task.rtol)
+
+    def inputs_differ(self, call: str) -> tuple[str, str]:
+        return "implausible", f"during timing ({call}): its inputs differ from the seed's"
+
+    def round_outputs_problem(self, ref: dict[str, Any], cand: dict[str, Any], call: str) -> str:
+        return ""  # declared by the task: the same in every call
+
+    def round_output(self, task: CudaTask, name: str, ref: dict[str, Any]) -> tuple[int, str]:
+        arg = next(a for a in task.args if a.name == name)
+        return math.prod(task.shape(arg, task.bench)), arg.dtype
+
+
+class ReturnedOutputs:
+    """A KernelBench problem's outputs: whatever its forward returns, as the reference's worker
+    describes them (dtype and shape); bfloat16 travels as its bits."""
+
+    def reference_expect(self, task: KernelBenchTask, trial: Trial, limit: int) -> Expect:
+        return Expect(total=limit)
+
+    def output_expect(self, task: KernelBenchTask, trial: Trial, ref: dict[str, Any]) -> Expect:
+        return Expect(
+            sizes=tuple(
+                math.prod(m["shape"]) * np.dtype(_np_dtype(m["dtype"])).itemsize
+                for m in ref.get("native", [])
+            )
+        )
+
+    def expected(
+        self, task: KernelBenchTask, trial: Trial, header: dict[str, Any], arrays: list[Frame]
+    ) -> Expected:
+        out = []
+        for i, (raw, meta, native) in enumerate(
+            zip(arrays, header["meta"], header["native"], strict=True)
+        ):
+            arr = np.frombuffer(raw, dtype=_np_dtype(meta["dtype"])).reshape(meta["shape"])
+            out.append((f"output {i}", arr, native["dtype"]))
+        return out
+
+    def described_problem(
+        self, header: dict[str, Any], ref_header: dict[str, Any], j: int, name: str, native: str
+    ) -> str:
+        metas = header.get("meta") or []
+        meta = metas[j] if j < len(metas) and isinstance(metas[j], dict) else {}
+        claimed = (meta.get("dtype"), list(meta.get("shape", [])))
+        want = (native, list(ref_header["native"][j]["shape"]))
+        if claimed != want:
+            return f"{name} is {claimed[0]} {claimed[1]}, expected {want[0]} {want[1]}"
+        return ""
+
+    def unwritten(
+        self, task: KernelBenchTask, trial: Trial, name: str, per_run: list[np.ndarray]
+    ) -> str:
+        return ""  # a forward returns new tensors: there is no poisoned buffer to look at
+
+    def tolerance(self, task: KernelBenchTask, dtype: str) -> tuple[float, float]:
+        return kernelbench_tolerance(dtype)
+
+    def inputs_differ(self, call: str) -> tuple[str, str]:
+        return (
+            "error",
+            "the problem's get_inputs() made other inputs for the same seed in the "
+            "candidate's worker than in the reference's (kernelwright seeds torch, numpy "
+            "and random): outputs cannot be compared",
+        )
+
+    def round_outputs_problem(self, ref: dict[str, Any], cand: dict[str, Any], call: str) -> str:
+        if cand.get("meta") != ref.get("meta"):
+            return f"outputs during timing ({call}) are {cand.get('meta')}"
+        return ""
+
+    def round_output(
+        self, task: KernelBenchTask, name: str, ref: dict[str, Any]
+    ) -> tuple[int, str]:
+        meta = (ref.get("meta") or [])[int(name.split()[-1])]
+        return math.prod(meta["shape"]), meta["dtype"]
+
+
+# Each task kind's outputs, by `task.kind`.
+OUTPUTS: dict[str, KindOutputs[Any]] = {
+    "cuda": DeclaredOutputs(),
+    "kernelbench": ReturnedOutputs(),
+}
+
+
+def reference_expect(task: Task, trial: Trial, limit: int) -> Expect:
+    """The arrays the reference's worker may send for a trial."""
+    return OUTPUTS[task.kind].reference_expect(task, trial, limit)
+
+
+def output_expect(task: Task, trial: Trial, ref: dict[str, Any]) -> Expect:
+    """Exactly the arrays a candidate's run must send: what the reference's outputs are."""
+    return OUTPUTS[task.kind].output_expect(task, trial, ref)
+
+
+def expected_arrays(
+    task: Task, trial: Trial, header: dict[str, Any], arrays: list[Frame]
+) -> Expected:
+    """(name, expected array, native dtype) for each output, from the reference worker."""
+    return OUTPUTS[task.kind].expected(task, trial, header, arrays)
+
+
 def trial_result(
-    task: CudaTask | KernelBenchTask,
+    task: Task,
     trial: Trial,
     ref: Message,
     runs: Sequence[Message],
@@ -91,7 +237,8 @@ def trial_result(
 ) -> TrialResult:
     """A trial's verdict from the candidate's runs against the reference's expected outputs."""
     ref_header, ref_arrays = ref
-    expected = expected_arrays(task, trial, ref_header, ref_arrays)
+    outputs = OUTPUTS[task.kind]
+    expected = outputs.expected(task, trial, ref_header, ref_arrays)
     got_runs: list[list[np.ndarray]] = []
     problem = ""
     for header, arrays in runs:
@@ -109,16 +256,10 @@ def trial_result(
             continue
         got = []
         for j, ((name, exp, native), raw) in enumerate(zip(expected, arrays, strict=True)):
-            if isinstance(task, KernelBenchTask):
-                metas = header.get("meta") or []
-                meta = metas[j] if j < len(metas) and isinstance(metas[j], dict) else {}
-                claimed = (meta.get("dtype"), list(meta.get("shape", [])))
-                want = (native, list(ref_header["native"][j]["shape"]))
-                if claimed != want:
-                    problem = problem or (
-                        f"{name} is {claimed[0]} {claimed[1]}, expected {want[0]} {want[1]}"
-                    )
-                    break
+            described = outputs.described_problem(header, ref_header, j, name, native)
+            if described:
+                problem = problem or described
+                break
             if len(raw) != exp.size * np.dtype(_np_dtype(native)).itemsize:
                 problem = problem or f"{name} has the wrong size"
                 break
@@ -152,15 +293,10 @@ def trial_result(
     worst_abs, worst_rel = 0.0, 0.0
     for j, (name, exp, native) in enumerate(expected):
         per_run = [r[j] for r in got_runs]
-        if isinstance(task, CudaTask):
-            role = next(a.role for a in task.args if a.name == name)
-            if role == "out" and len(per_run) == len(trial.poisons) == 2:
-                reason = correctness.unwritten(name, per_run, list(trial.poisons))
-                if reason:
-                    return fail(reason)
-            atol, rtol = correctness.tolerance(native, task.atol, task.rtol)
-        else:
-            atol, rtol = kernelbench_tolerance(native)
+        unwritten = outputs.unwritten(task, trial, name, per_run)
+        if unwritten:
+            return fail(unwritten)
+        atol, rtol = outputs.tolerance(task, native)
         if native == "bfloat16":
             per_run = [_bf16_to_f32(r) for r in per_run]
         for out in per_run:
@@ -191,28 +327,22 @@ def _changed_input(got: Any, want: Any) -> str:
 
 
 def rounds_problem(
-    task: CudaTask | KernelBenchTask,
+    task: Task,
     ref_rounds: Sequence[dict[str, Any]],
     cand_rounds: Sequence[dict[str, Any]],
 ) -> tuple[str, str, list[float]]:
     """(verdict, why, z scores) for the candidate's timed calls against the reference's on the
     same inputs: "" verdict when every call is right. Each round is judged whole: its inputs,
     every output's unwritten elements, and its sketch."""
+    outputs = OUTPUTS[task.kind]
     zs: list[float] = []
     for i, (ref, cand) in enumerate(zip(ref_rounds, cand_rounds, strict=True)):
         call = f"timed call {i + 1} of {len(cand_rounds)}"
         if cand.get("problem"):
             return "wrong", f"during timing ({call}): {str(cand['problem'])[:300]}", zs
-        if cand.get("inputs") != ref.get("inputs"):  # CUDA tasks: KernelBench rounds send none
-            if isinstance(task, KernelBenchTask):
-                return (
-                    "error",
-                    "the problem's get_inputs() made other inputs for the same seed in the "
-                    "candidate's worker than in the reference's (kernelwright seeds torch, numpy "
-                    "and random): outputs cannot be compared",
-                    zs,
-                )
-            return "implausible", f"during timing ({call}): its inputs differ from the seed's", zs
+        if cand.get("inputs") != ref.get("inputs"):
+            verdict, why = outputs.inputs_differ(call)
+            return verdict, why, zs
         if cand.get("inputs_after") != cand.get("inputs"):
             changed = _changed_input(cand.get("inputs_after"), cand.get("inputs"))
             return "wrong", f"input modified during timing ({call}): {changed}", zs
@@ -227,11 +357,12 @@ def rounds_problem(
         if cand.get("guards"):
             names = ", ".join(f"'{n}'" for n in list(cand["guards"])[:8])
             return "wrong", f"wrote outside {names} during timing ({call})", zs
-        if isinstance(task, KernelBenchTask) and cand.get("meta") != ref.get("meta"):
-            return "wrong", f"outputs during timing ({call}) are {cand.get('meta')}", zs
+        if why := outputs.round_outputs_problem(ref, cand, call):
+            return "wrong", why, zs
         for name, want in (ref.get("sketch") or {}).items():
             got = (cand.get("sketch") or {}).get(name)
-            n, atol, rtol = _round_tolerance(task, name, ref)
+            n, dtype = outputs.round_output(task, name, ref)
+            atol, rtol = outputs.tolerance(task, dtype)
             why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol)
             if why:
                 why = f"during timing ({call}): {why}; the kernel behaves differently when timed"
@@ -239,16 +370,3 @@ def rounds_problem(
             zs += z
     drift = sketch.drift_problem(zs)
     return ("wrong", drift, zs) if drift else ("", "", zs)
-
-
-def _round_tolerance(
-    task: CudaTask | KernelBenchTask, name: str, ref: dict[str, Any]
-) -> tuple[int, float, float]:
-    if isinstance(task, CudaTask):
-        arg = next(a for a in task.args if a.name == name)
-        atol, rtol = correctness.tolerance(arg.dtype, task.atol, task.rtol)
-        return math.prod(task.shape(arg, task.bench)), atol, rtol
-    i = int(name.split()[-1])
-    meta = (ref.get("meta") or [])[i]
-    atol, rtol = kernelbench_tolerance(meta["dtype"])
-    return math.prod(meta["shape"]), atol, rtol

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,12 +27,63 @@ class KernelBenchTask(BaseModel):
         str, int
     ]  # module-level int constants; batch_size is varied for held-out checks
 
+    # What a check does differently by kind, said here once (ClassVars: not in the task's dump).
+    # The pool's worker kinds for the reference and the candidate: both import torch.
+    worker_kinds: ClassVar[tuple[str, str]] = ("torch-ref", "torch-cand")
+    # A forward goes through Python and torch's dispatch: slower than a kernel's launch.
+    run_timeout_factor: ClassVar[int] = 3
+    # A candidate is Python in the process that times it: its calls vary with host dispatch,
+    # and its samples are believed only as far as the controller's clock bears them out.
+    host_code: ClassVar[bool] = True
+
+    def reference_candidate(self) -> KernelBenchCandidate:
+        """The problem's own Model as a candidate: checked against itself it must read 1.00x."""
+        return KernelBenchCandidate(path=self.path, source=self.source)
+
+    @property
+    def compile_entry(self) -> None:
+        """None: no compile worker; the candidate's own worker imports ModelNew (building any
+        load_inline extension) and says how that went before its trials."""
+        return None
+
+    @property
+    def reference_label(self) -> str:
+        """What a candidate is checked against, where the reference's worker does not say."""
+        return "reference kernel"
+
+    def reference_files(self) -> dict[str, str]:
+        """The user's files the reference's worker reads, as text (its view shows none of
+        them): the problem, for Model and get_inputs()."""
+        return {"kw_problem.py": self.source}
+
+    def candidate_files(self, path: str, source: str) -> dict[str, str]:
+        """The problem (its get_inputs() makes the inputs) and, unless the candidate is the
+        problem itself, the candidate's file, for ModelNew."""
+        return {"kw_problem.py": self.source} | (
+            {} if path == self.path else {"kw_candidate.py": source}
+        )
+
+    def small_sizes(self) -> dict[str, int]:
+        """A small batch: the sanitizer slows a forward down many times over."""
+        batch = self.size_globals.get("batch_size")
+        return {"batch_size": min(batch, 8)} if batch else {}
+
+    def roofline(self) -> tuple[None, None]:
+        """None: what a forward moves and computes is its torch code's business."""
+        return None, None
+
 
 class KernelBenchCandidate(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    kind: ClassVar[Literal["kernelbench"]] = "kernelbench"  # a ClassVar: not in its dump
     path: str
     source: str
+
+    def worker_job(self, task_path: str) -> dict[str, Any]:
+        """What the candidate's worker is told of it: the class to time (the problem's own
+        Model, when the candidate is the problem at `task_path`)."""
+        return {"class_name": "Model" if self.path == task_path else "ModelNew"}
 
 
 def _parse(path: Path) -> tuple[str, ast.Module]:

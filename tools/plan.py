@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 from . import expr
 from .kernelbench import KernelBenchTask
 from .spec import CudaTask
+from .task import Task
 
 ABOVE_BENCH_BYTES = 1.3  # an above-bench trial may use at most this much more memory than bench
 
@@ -137,44 +139,64 @@ def large_sizes(task: CudaTask, rng: random.Random, above: bool) -> dict[str, in
     return None
 
 
-def plan_trials(
-    task: CudaTask | KernelBenchTask, rng: random.Random, min_trials: int = 5
-) -> tuple[list[Trial], Trial]:
+Planned = tuple[list[Trial], list[dict[str, int]], dict[str, int]]  # trials, shapes, bench
+
+
+def plan_trials(task: Task, rng: random.Random, min_trials: int = 5) -> tuple[list[Trial], Trial]:
     """The trials before timing, and the post-timing trial at the bench size."""
-    if isinstance(task, CudaTask):
-        shapes = [dict(c) for c in task.checks]
-        bench: dict[str, int] = dict(task.bench)
-        trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
-        trials.append(Trial(held_out_sizes(task, rng), _seed(), poisons(rng, 2), held_out=True))
-        for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
-            large = large_sizes(task, rng, above)
-            if large is not None:
-                trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
-        wider = [a for a in task.args if a.check]
-        for i in range(max((len(a.check) for a in wider), default=0)):
-            inits = {a.name: a.check[i % len(a.check)] for a in wider}
-            trials.append(
-                Trial(
-                    max(shapes, key=lambda s: _nbytes(task, s)),
-                    _seed(),
-                    poisons(rng, 2),
-                    inits=inits,
-                )
-            )
-    else:
-        bench, shapes = {}, [{}]
-        trials = [Trial(bench, _seed(), poisons(rng, 1))]
-        batch = task.size_globals.get("batch_size")
-        # A problem without a batch_size global has one shape only: nothing can be held out.
-        if batch:
-            below = max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))
-            below = below if below != batch else max(1, batch - 1)
-            larger = batch + rng.randint(1, max(1, batch // 8))
-            for held in (below, larger):
-                trials.append(Trial({"batch_size": held}, _seed(), poisons(rng, 2), held_out=True))
+    trials, shapes, bench = _KIND_TRIALS[task.kind](task, rng)
     while len(trials) < min_trials:
         trials.append(Trial(rng.choice(shapes), _seed(), poisons(rng, 2)))
     return trials, Trial(bench, _seed(), poisons(rng, 1))
+
+
+def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
+    """A CUDA task's trials: its check sizes, one held out, large awkward ones below and above
+    the bench size, and its check sizes again on the wider inputs it declares."""
+    shapes = [dict(c) for c in task.checks]
+    bench: dict[str, int] = dict(task.bench)
+    trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
+    trials.append(Trial(held_out_sizes(task, rng), _seed(), poisons(rng, 2), held_out=True))
+    for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
+        large = large_sizes(task, rng, above)
+        if large is not None:
+            trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
+    wider = [a for a in task.args if a.check]
+    for i in range(max((len(a.check) for a in wider), default=0)):
+        inits = {a.name: a.check[i % len(a.check)] for a in wider}
+        trials.append(
+            Trial(
+                max(shapes, key=lambda s: _nbytes(task, s)),
+                _seed(),
+                poisons(rng, 2),
+                inits=inits,
+            )
+        )
+    return trials, shapes, bench
+
+
+def _problem_trials(task: KernelBenchTask, rng: random.Random) -> Planned:
+    """A KernelBench problem's trials: its own inputs, and a smaller and a larger batch held
+    out where it has a batch_size global."""
+    bench: dict[str, int] = {}
+    shapes: list[dict[str, int]] = [{}]
+    trials = [Trial(bench, _seed(), poisons(rng, 1))]
+    batch = task.size_globals.get("batch_size")
+    # A problem without a batch_size global has one shape only: nothing can be held out.
+    if batch:
+        below = max(1, batch // 2 + rng.randint(1, max(1, batch // 4)))
+        below = below if below != batch else max(1, batch - 1)
+        larger = batch + rng.randint(1, max(1, batch // 8))
+        for held in (below, larger):
+            trials.append(Trial({"batch_size": held}, _seed(), poisons(rng, 2), held_out=True))
+    return trials, shapes, bench
+
+
+# How each task kind's trials are planned.
+_KIND_TRIALS: dict[str, Callable[[Any, random.Random], Planned]] = {
+    "cuda": _kernel_trials,
+    "kernelbench": _problem_trials,
+}
 
 
 @dataclass(frozen=True)

@@ -5,27 +5,36 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 
 from . import ncu
-from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .results import ProfileResult
 from .sandbox import Sandbox, WorkerFailure
 from .spec import CudaCandidate, CudaTask
+from .task import Candidate, Task
 
 
 def profile(
-    task: CudaTask | KernelBenchTask,
-    candidate: CudaCandidate | KernelBenchCandidate,
+    task: Task,
+    candidate: Candidate,
     backend: str = "nvrtc",
     timeout_s: float = 180.0,
 ) -> ProfileResult:
     """Nsight Compute metrics of one launch at the bench size, or why there are none."""
-    if isinstance(task, KernelBenchTask) or isinstance(candidate, KernelBenchCandidate):
+    profiler = _PROFILERS.get(task.kind) if candidate.kind == task.kind else None
+    if profiler is None:
         return ProfileResult(
             available=False,
             reason="profiling unavailable: Nsight Compute "
             "profiling covers CUDA tasks; KernelBench problems are timed only",
         )
+    return profiler(task, candidate, backend, timeout_s)
+
+
+def _profile_kernel(
+    task: CudaTask, candidate: CudaCandidate, backend: str, timeout_s: float
+) -> ProfileResult:
+    """Nsight Compute metrics of one launch of a CUDA task's candidate at the bench size."""
     if shutil.which("ncu") is None:
         return ProfileResult(
             available=False,
@@ -77,3 +86,7 @@ def profile(
     if not parsed.available and "error code" in parsed.reason and worker_log:
         return parsed.model_copy(update={"reason": f"{parsed.reason} ({worker_log})"})
     return parsed
+
+
+# The profiler for each task kind whose candidates it can profile: a kind not here is timed only.
+_PROFILERS: dict[str, Callable[..., ProfileResult]] = {"cuda": _profile_kernel}

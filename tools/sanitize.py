@@ -8,22 +8,21 @@ __syncwarp, a missing __syncthreads) is still wrong.
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .protocol import Expect
 from .results import SanitizeResult
 from .sandbox import Sandbox, WorkerFailure, cap
-from .spec import CudaCandidate, CudaTask
+from .task import Candidate, Task
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 # PyTorch's own kernels read memory its caching allocator never initialised: initcheck would
 # blame the candidate for torch. A KernelBench forward gets the other three.
 TORCH_TOOLS = ("memcheck", "racecheck", "synccheck")
+KIND_TOOLS = {"cuda": TOOLS, "kernelbench": TORCH_TOOLS}  # the tools for each task kind
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
 _RACES = re.compile(r"RACECHECK SUMMARY:.*?\((\d+)\s+errors?,\s*(\d+)\s+warnings?")
 _NOISE = re.compile(r"^=+\s*(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|$)")
@@ -58,18 +57,15 @@ def _findings(text: str) -> list[str]:
     return lines[:6]
 
 
-def small_sizes(task: CudaTask | KernelBenchTask) -> dict[str, int]:
+def small_sizes(task: Task) -> dict[str, int]:
     """The largest check size (CUDA tasks), or a small batch (KernelBench): enough threads and
     blocks for a race to show, small enough for the sanitizer's slowdown."""
-    if isinstance(task, CudaTask):
-        return dict(max(task.checks, key=lambda sizes: math.prod(dict(sizes).values())))
-    batch = task.size_globals.get("batch_size")
-    return {"batch_size": min(batch, 8)} if batch else {}
+    return task.small_sizes()
 
 
 def sanitize(
-    task: CudaTask | KernelBenchTask,
-    candidate: CudaCandidate | KernelBenchCandidate,
+    task: Task,
+    candidate: Candidate,
     backend: str = "nvrtc",
     timeout_s: float = 600.0,
     tools: tuple[str, ...] | None = None,
@@ -81,29 +77,22 @@ def sanitize(
     sanitizer = available()
     if sanitizer is None:
         return SanitizeResult(available=False, reason="compute-sanitizer not found on PATH")
-    cuda = isinstance(task, CudaTask)
-    tools = tools or (TOOLS if cuda else TORCH_TOOLS)
+    tools = tools or KIND_TOOLS[task.kind]
     sizes = small_sizes(task)
     arrays: list[bytes] = []
     job: dict[str, Any] = {"role": "sanitize", "task": task.model_dump(), "trials": [],
                            "tools": list(tools), "sanitizer": sanitizer, "sizes": sizes,
                            "timeout_s": timeout_s, "limits": {"file_bytes": 1 << 30}}  # fmt: skip
-    if isinstance(task, CudaTask) and isinstance(candidate, CudaCandidate):
-        compiled, cubin = compile_in_sandbox(
-            candidate.source, task.entry, device_info().arch, backend
-        )
+    entry = task.compile_entry  # None: the worker imports the candidate itself
+    if entry is not None:
+        compiled, cubin = compile_in_sandbox(candidate.source, entry, device_info().arch, backend)
         if cubin is None:
             return SanitizeResult(
                 available=False, reason=f"does not compile: {compiled.first_error}"
             )
         arrays = [cubin]
-        job["candidate"] = {"launch": candidate.launch.model_dump() if candidate.launch else None}
-    else:
-        same = candidate.path == task.path
-        job["files"] = {"kw_problem.py": task.source} | (
-            {} if same else {"kw_candidate.py": candidate.source}
-        )
-        job["candidate"] = {"class_name": "Model" if same else "ModelNew"}
+    job["files"] = task.candidate_files(candidate.path, candidate.source)
+    job["candidate"] = candidate.worker_job(task.path)
     try:
         with Sandbox("sanitize") as box:
             box.send(job, arrays)

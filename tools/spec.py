@@ -5,9 +5,10 @@ Every error names the file and the field, so a user can fix a task without readi
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -69,11 +70,57 @@ class CudaTask(Frozen):
     roofline_flops: str = ""
     reference_python: str = ""  # "path/to/reference.py:function", absolute path
 
+    # What a check does differently by kind, said here once (ClassVars: not in the task's dump).
+    # The pool's worker kinds for the reference and the candidate: both run kernels with CuPy.
+    worker_kinds: ClassVar[tuple[str, str]] = ("cuda", "cuda")
+    # A launch is timed by the harness alone: a call is quick, and steady from one to the next.
+    run_timeout_factor: ClassVar[int] = 1
+    # A candidate is a kernel and nothing else: no code of its own on the host, beside its timing.
+    host_code: ClassVar[bool] = False
+
     def shape(self, arg: ArgSpec, sizes: dict[str, int]) -> tuple[int, ...]:
         return tuple(expr.evaluate_int(e, sizes) for e in arg.shape)
 
     def size_names(self) -> list[str]:
         return sorted(self.bench)
+
+    def reference_candidate(self) -> CudaCandidate:
+        """The task's own kernel as a candidate, at the task's launch: checked against itself
+        it must read 1.00x."""
+        return CudaCandidate(path=self.source_path, source=self.source, launch=None)
+
+    @property
+    def compile_entry(self) -> str:
+        """The kernel a compile worker builds out of a candidate's source (where only the CUDA
+        headers exist), before the candidate's worker is sent the cubin."""
+        return self.entry
+
+    @property
+    def reference_label(self) -> str:
+        """What a candidate is checked against, where the reference's worker does not say."""
+        return "float64 reference" if self.reference_python else "reference kernel"
+
+    def reference_files(self) -> dict[str, str]:
+        """The user's files the reference's worker reads, as text (its view shows none of
+        them): the Python reference, if the task names one."""
+        if not self.reference_python:
+            return {}
+        return {"kw_reference.py": Path(self.reference_python.rsplit(":", 1)[0]).read_text()}
+
+    def candidate_files(self, path: str, source: str) -> dict[str, str]:
+        """Nothing: a candidate's worker is sent its kernel built, as a cubin."""
+        return {}
+
+    def small_sizes(self) -> dict[str, int]:
+        """The largest check size: enough threads and blocks for a race to show under the
+        sanitizer, small enough for its slowdown."""
+        return dict(max(self.checks, key=lambda sizes: math.prod(dict(sizes).values())))
+
+    def roofline(self) -> tuple[float | None, float | None]:
+        """(bytes moved, FLOPs) at the bench size, where the task declares them."""
+        rbytes = expr.evaluate(self.roofline_bytes, self.bench) if self.roofline_bytes else None
+        rflops = expr.evaluate(self.roofline_flops, self.bench) if self.roofline_flops else None
+        return rbytes, rflops
 
 
 def launch_plan(
@@ -99,9 +146,15 @@ def launch_plan(
 
 
 class CudaCandidate(Frozen):
+    kind: ClassVar[Literal["cuda"]] = "cuda"  # a ClassVar: not in the candidate's dump
     path: str
     source: str
     launch: LaunchSpec | None = None  # None: the task's launch
+
+    def worker_job(self, task_path: str) -> dict[str, Any]:
+        """What the candidate's worker is told of it beside its cubin: its own launch, or None
+        for the task's (`task_path` matters to a KernelBench candidate only)."""
+        return {"launch": self.launch.model_dump() if self.launch else None}
 
 
 def _fail(path: Path, field: str, problem: str) -> TaskError:

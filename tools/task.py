@@ -15,6 +15,10 @@ from .kernelbench import (
 )
 from .spec import CudaCandidate, CudaTask, load_cuda_candidate, load_cuda_task
 
+# Every kind of task, and of candidate. A kind's facts are its models' (its `kind`, ClassVars and
+# methods); where a module's work differs by kind, a table keyed by `task.kind` holds each kind's
+# part. A new kind joins these unions, the loaders below, the worker's dispatch and those tables
+# (tests/tools/test_kinds.py names them).
 Task = CudaTask | KernelBenchTask
 Candidate = CudaCandidate | KernelBenchCandidate
 
@@ -74,6 +78,4 @@ def load_candidate(task: Task, path: str | Path) -> Candidate:
 
 def reference_candidate(task: Task) -> Candidate:
     """The task's own kernel as a candidate: checking it against itself must read 1.00x."""
-    if isinstance(task, CudaTask):
-        return CudaCandidate(path=task.source_path, source=task.source, launch=None)
-    return KernelBenchCandidate(path=task.path, source=task.source)
+    return task.reference_candidate()

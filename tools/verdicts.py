@@ -19,11 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import expr
-from .kernelbench import KernelBenchTask
 from .results import DeviceInfo, TimingResult
 from .schedule import Rounds
-from .spec import CudaTask
+from .task import Task
 from .timing import (
     BUSY_US,
     five_percentiles,
@@ -78,7 +76,7 @@ def timing_notes(
 
 
 def timing(
-    task: CudaTask | KernelBenchTask,
+    task: Task,
     rounds: Rounds,
     device: DeviceInfo | None,
     before: Any,
@@ -91,7 +89,7 @@ def timing(
     ]
     ref_ms, cand_ms = rounds.round_ms("ref"), rounds.round_ms("cand")  # per call, by round
     unexplained = unexplained_us(rounds.walls)
-    python = isinstance(task, KernelBenchTask)  # candidate code beside its own timing
+    python = task.host_code  # candidate code beside its own timing
     charged = charge_us(unexplained, python)
     problems.append(unexplained_problem(charged, summarize(cand_ms).median_ms, python))
     cand_ms = [ms + charged / 1e3 for ms in cand_ms]  # what the controller's clock bears out
@@ -106,9 +104,8 @@ def timing(
             "2 s): work left running" + ("" if python else " by another process on this GPU")
         )
     floor = None
-    if isinstance(task, CudaTask) and device is not None:
-        rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None
-        rflops = expr.evaluate(task.roofline_flops, task.bench) if task.roofline_flops else None
+    if device is not None:
+        rbytes, rflops = task.roofline()
         floor = roofline_floor_ms(rbytes, rflops, device.peak_dram_gbps, device.peak_fp32_tflops)
     if floor is not None and cand.median_ms < 0.9 * floor:
         problems.append(

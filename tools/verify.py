@@ -28,12 +28,11 @@ from . import fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .compile import compile_reply
 from .errors import NoGpuError
-from .kernelbench import KernelBenchCandidate, KernelBenchTask
 from .pool import Pool, controller_off, timing_cpus
 from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Sandbox, WorkerFailure, cap
-from .spec import CudaCandidate, CudaTask
+from .task import Candidate, Task
 from .timing import flush_bytes
 
 Progress = Any
@@ -80,13 +79,13 @@ class Verifier:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _prestart(self, task: CudaTask | KernelBenchTask, early: bool = False) -> None:
+    def _prestart(self, task: Task, early: bool = False) -> None:
         if self.options.prestart:
-            self.pool.prestart("cuda" if isinstance(task, CudaTask) else "kernelbench", early)
+            self.pool.prestart(task.kind, early)
 
     def _job(
         self,
-        task: CudaTask | KernelBenchTask,
+        task: Task,
         role: str,
         trials: list[plan.Trial],
         candidate: dict[str, Any] | None,
@@ -106,18 +105,14 @@ class Verifier:
         }
 
     # --- the check ----------------------------------------------------------------------------
-    def check(
-        self, task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
-    ) -> CheckReport:
+    def check(self, task: Task, candidate: Candidate) -> CheckReport:
         try:
             return self._check(task, candidate)
         finally:
             self._prestart(task)
             self.pool.release()
 
-    def _check(
-        self, task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
-    ) -> CheckReport:
+    def _check(self, task: Task, candidate: Candidate) -> CheckReport:
         t0 = time.perf_counter()
         rng = random.Random(secrets.randbits(64))
         trials, post = plan.plan_trials(task, rng, self.options.min_trials)
@@ -143,35 +138,35 @@ class Verifier:
                 }
             )
 
-        cuda = isinstance(task, CudaTask)
-        if cuda and (too_big := self._does_not_fit(task, [*trials, post])):  # type: ignore[arg-type]
+        if too_big := self._does_not_fit(task, [*trials, post]):
             return report("error", too_big, device=self._device)
-        files = _files(task, candidate)
+        # what the workers read of the user's files, as text: their view shows none of them
+        files = task.reference_files() | task.candidate_files(candidate.path, candidate.source)
+        entry = task.compile_entry  # None: the candidate's worker imports it, and says so
         poison = plan.poisons(rng, 1)[0]
         device: DeviceInfo | None = self._device
         compiled: CompileResult | None = None
         stage = "reference"
         try:
             with contextlib.ExitStack() as stack:
-                kinds = ("cuda", "cuda") if cuda else ("torch-ref", "torch-cand")
-                ref_box = stack.enter_context(self.pool.take(kinds[0], "reference"))
+                ref_kind, cand_kind = task.worker_kinds
+                ref_box = stack.enter_context(self.pool.take(ref_kind, "reference"))
                 ref_box.send(self._job(task, "reference", [*trials, post], None, files, poison))
                 compiler, build_key, built = None, None, None
-                if cuda:
-                    source, entry = candidate.source, task.entry  # type: ignore[union-attr]
+                if entry is not None:
                     arch, backend = self._arch(), self.options.backend
-                    build_key, built = self.builds.find(source, entry, arch, backend)
-                if cuda and built is None:
+                    build_key, built = self.builds.find(candidate.source, entry, arch, backend)
+                if entry is not None and built is None:
                     compiler = stack.enter_context(self.pool.take("compile", "compile"))
                     compiler.send(
                         {
                             "source": candidate.source,
-                            "entry": task.entry,  # type: ignore[union-attr]
+                            "entry": entry,
                             "arch": self._arch(),
                             "backend": self.options.backend,
                         }
                     )
-                cand_box = stack.enter_context(self.pool.take(kinds[1], "candidate"))
+                cand_box = stack.enter_context(self.pool.take(cand_kind, "candidate"))
                 self._prestart(task, early=True)  # the next check's, beside this one
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(
@@ -202,7 +197,7 @@ class Verifier:
                     cubin = [bytes(arrays[0])]
                     if build_key:
                         self.builds.put(build_key, compiled, cubin[0])
-                cand_job = _candidate_job(task, candidate)
+                cand_job = candidate.worker_job(task.path)
                 cand_box.send(self._job(task, "candidate", trials, cand_job, files, poison), cubin)
 
                 def expected_for(i: int, trial: plan.Trial) -> judge.Message:
@@ -221,14 +216,12 @@ class Verifier:
                     return message
 
                 first = expected_for(0, trials[0])
-                reference: Any = first[0].get("reference") or (
-                    "float64 reference" if cuda and task.reference_python else "reference kernel"  # type: ignore[union-attr]
-                )
+                reference: Any = first[0].get("reference") or task.reference_label
                 stage = "candidate"
                 cand_box.receive(
                     self.options.start_timeout_s, "starting the worker", Expect(sizes=())
                 )
-                if not cuda:
+                if entry is None:
                     self.progress("importing the candidate")
                     header, _ = cand_box.receive(
                         self.options.python_compile_timeout_s,
@@ -307,11 +300,16 @@ class Verifier:
                 )
             return report(failure.verdict, failure.reason, compile=compiled, device=device)
 
-    def _does_not_fit(self, task: CudaTask, trials: list[plan.Trial]) -> str:
+    def _does_not_fit(self, task: Task, trials: list[plan.Trial]) -> str:
+        """Why this check would not fit this machine's memory ("" when it would, or when the
+        task's kind cannot say before its workers run)."""
+        needs = fit.NEEDS.get(task.kind)
+        if needs is None:
+            return ""
         self._arch()  # the device, where NVML can tell
         device = self._device
         l2 = device.l2_bytes if device and device.l2_bytes else 50 << 20
-        need = fit.needs(task, [t.sizes for t in trials], flush_bytes(l2))
+        need = needs(task, [t.sizes for t in trials], flush_bytes(l2))
         total = device.memory_total_bytes if device else None
         return fit.problem(need, total, self.options.host_memory_bytes, fit.host_available_bytes())
 
@@ -321,11 +319,11 @@ class Verifier:
                 self._device = nvml.device_info()
         return self._device.arch if self._device else "sm_90"
 
-    def _run_timeout(self, task: Any) -> float:
-        return self.options.run_timeout_s * (1 if isinstance(task, CudaTask) else 3)
+    def _run_timeout(self, task: Task) -> float:
+        return self.options.run_timeout_s * task.run_timeout_factor
 
-    def _budget(self, task: Any) -> schedule.Budget:
-        if isinstance(task, CudaTask):
+    def _budget(self, task: Task) -> schedule.Budget:
+        if not task.host_code:  # a kernel's launches: one call a round
             return schedule.Budget(
                 seconds=self.options.timing_budget_s, round_timeout_s=self.options.run_timeout_s
             )
@@ -342,7 +340,7 @@ class Verifier:
 
     def _trial(
         self,
-        task: CudaTask | KernelBenchTask,
+        task: Task,
         trial: plan.Trial,
         ref: judge.Message,
         box: Sandbox,
@@ -357,28 +355,6 @@ class Verifier:
             )
             runs.append((header, arrays))
         return judge.trial_result(task, trial, ref, runs, phase)
-
-
-def _files(
-    task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
-) -> dict[str, str]:
-    """What a worker needs of the user's files, as text: its view shows none of them."""
-    if isinstance(task, CudaTask):
-        if not task.reference_python:
-            return {}
-        return {"kw_reference.py": Path(task.reference_python.rsplit(":", 1)[0]).read_text()}
-    files = {"kw_problem.py": task.source}
-    if candidate.path != task.path:
-        files["kw_candidate.py"] = candidate.source
-    return files
-
-
-def _candidate_job(
-    task: CudaTask | KernelBenchTask, candidate: CudaCandidate | KernelBenchCandidate
-) -> dict[str, Any]:
-    if isinstance(candidate, CudaCandidate):
-        return {"launch": candidate.launch.model_dump() if candidate.launch else None}
-    return {"class_name": "Model" if candidate.path == task.path else "ModelNew"}
 
 
 def _passed(results: list[Any], reference: str) -> str:
