@@ -37,7 +37,7 @@ from kernelwright.tools.results import (
     TimingResult,
     TrialResult,
 )
-from kernelwright.tools.task import load_task
+from kernelwright.tools.task import Task, load_task
 
 # The only classes a checkpoint may bring back: our frozen values, nothing else.
 CHECKPOINT_TYPES = (
@@ -54,6 +54,15 @@ CHECKPOINT_TYPES = (
     ProfileResult,
     TechniqueChoice,
 )
+
+
+def resumable(settings: Settings, task: Task, runs_dir: Path | None = None) -> RunDir:
+    """The task's unfinished run, to resume; KernelwrightError if it has none."""
+    base = runs_dir or settings.data_dir / "runs"
+    run = RunDir.latest_unfinished(base, task.name)
+    if run is None:
+        raise KernelwrightError(f"no unfinished run of {task.name} to resume in {base}")
+    return run
 
 
 def optimize(
@@ -78,9 +87,7 @@ def optimize(
     Infrastructure failures raise KernelwrightError with the fix."""
     task = load_task(task_path)
     base = runs_dir or settings.data_dir / "runs"
-    run = RunDir.latest_unfinished(base, task.name) if resume else None
-    if resume and run is None:
-        raise KernelwrightError(f"no unfinished run of {task.name} to resume in {base}")
+    run = resumable(settings, task, base) if resume else None
     if gpu is None:  # the GPU first: without one, that is the line to read, not Ollama's
         from kernelwright.tools import nvml
 

@@ -3,6 +3,7 @@ front door (`check`, `optimize`, `batch`, chat and MCP) and the loop honour the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kernelwright.agent.settings import Settings
@@ -28,8 +29,13 @@ def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
     return VerifyOptions(**{**fields, **overrides})
 
 
-def local_gpu(settings: Settings) -> GpuBackend:
-    """This machine's GPU with the verifier options the settings give; the caller closes it."""
+def local_gpu(
+    settings: Settings, *, prestart: bool = True, progress: Callable[[str], None] | None = None
+) -> GpuBackend:
+    """This machine's GPU with the verifier options the settings give; the caller closes it.
+    `prestart`: start the next check's workers while this one runs (a loop's many checks; a
+    one-off check does without). `progress` hears each check's steps."""
     from kernelwright.tools.backend import LocalGpu
 
-    return LocalGpu(verify_options(settings, prestart=True), settings.compile_backend)
+    options = verify_options(settings, prestart=prestart)
+    return LocalGpu(options, settings.compile_backend, progress)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -38,10 +39,16 @@ def candidate_key(task: Task, candidate: Candidate) -> str:
 
 
 class LocalGpu:
-    """This machine's GPU. Spare workers start between checks, while the model writes."""
+    """This machine's GPU. Spare workers start between checks, while the model writes
+    (`options.prestart`); `progress` hears each check's steps ("compiling", "timing")."""
 
-    def __init__(self, options: VerifyOptions | None = None, backend: str = "nvrtc") -> None:
-        self.verifier = Verifier(options or VerifyOptions(prestart=True))
+    def __init__(
+        self,
+        options: VerifyOptions | None = None,
+        backend: str = "nvrtc",
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.verifier = Verifier(options or VerifyOptions(prestart=True), progress)
         self.backend = backend
 
     def check(self, task: Task, candidate: Candidate) -> CheckReport:

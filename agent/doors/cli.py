@@ -87,12 +87,6 @@ def doctor(
     raise typer.Exit(0 if ok else 1)
 
 
-def _require_gpu() -> None:
-    from kernelwright.tools import nvml
-
-    nvml.device_info()  # raises NoGpuError with the reason
-
-
 @app.command()
 def check(
     task: Annotated[
@@ -122,33 +116,27 @@ def check(
     ] = False,
 ) -> None:
     """Verify and time CANDIDATE against TASK's reference (by default the reference itself)."""
-    from kernelwright.agent.options import verify_options
+    from kernelwright.agent.doors import jobs
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
-    from kernelwright.tools.verify import Verifier
 
     settings = load(compile_backend=backend.value if backend else None)
     loaded = load_task(task)
     cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
-    _require_gpu()
-    options = verify_options(settings)
     with err.status(f"checking {loaded.name}...") as status:
-        verifier = Verifier(options, progress=lambda msg: status.update(f"{loaded.name}: {msg}"))
-        report = verifier.check(loaded, cand)
-        if sanitize and report.ok:
-            from kernelwright.tools.sanitize import sanitize as run_sanitizer
 
-            status.update(f"{loaded.name}: compute-sanitizer (several minutes at most)")
-            found = run_sanitizer(loaded, cand, settings.compile_backend)
-            if not found.available:
-                err.print(f"[yellow]compute-sanitizer did not run: {found.reason}[/]")
-            report = report.with_sanitizer(found)
-        if profile and report.ok:
-            from kernelwright.tools.profile import profile as run_profile
+        def step(msg: str) -> None:
+            status.update(f"{loaded.name}: {msg}")
 
-            status.update(f"{loaded.name}: profiling with Nsight Compute")
-            report = report.model_copy(
-                update={"profile": run_profile(loaded, cand, settings.compile_backend)}
+        # one check: no spare workers started for a next one
+        machine = jobs.Machine(settings, prestart=False, progress=step)
+        try:
+            report = jobs.check(
+                machine, loaded, cand, sanitize=sanitize, profile=profile, step=step
             )
+        finally:
+            machine.close()
+    if report.sanitizer is not None and not report.sanitizer.available:
+        err.print(f"[yellow]compute-sanitizer did not run: {escape(report.sanitizer.reason)}[/]")
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
@@ -175,8 +163,9 @@ def optimize(
     """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau."""
     from rich.text import Text
 
+    from kernelwright.agent.doors import jobs
     from kernelwright.agent.formats import attempt_text, search_event_line, search_table
-    from kernelwright.agent.optimize import optimize as run_loop
+    from kernelwright.agent.rundir import RunDir
     from kernelwright.tools.results import Attempt
 
     settings = load(model=model)
@@ -195,44 +184,48 @@ def optimize(
             f"{event.get('message', '')} · best {state['best']:.2f}x"
         )
 
-    with err.status(f"{task.name}: starting") as status:
-        output, run = run_loop(
-            task,
-            settings,
-            budget=budget,
-            max_seconds=minutes * 60,
-            plateau=plateau,
-            resume=resume,
-            progress=progress,
-            memory=False if no_memory else None,
-        )
-    attempts = output.get("attempts", [])
+    machine = jobs.Machine(settings)
+    try:
+        with err.status(f"{task.name}: starting") as status:
+            run = jobs.optimize(
+                machine,
+                task,
+                budget=budget,
+                max_seconds=minutes * 60,
+                plateau=plateau,
+                resume=resume,
+                progress=progress,
+                memory=False if no_memory else None,
+            )
+    finally:
+        machine.close()
+    best_kernel = RunDir(run.run_dir).best_file
     if as_json:
         print(
             json.dumps(
                 {
-                    "run_dir": str(run.path),
-                    "stop_reason": output.get("stop_reason"),
-                    "best_speedup": output.get("best_speedup"),
-                    "best_kernel": str(run.best_file),
-                    "attempts": [a.model_dump(mode="json") for a in attempts],
-                    "choices": [c.model_dump(mode="json") for c in output.get("choices", [])],
+                    "run_dir": str(run.run_dir),
+                    "stop_reason": run.stop_reason,
+                    "best_speedup": run.best_speedup,
+                    "best_kernel": str(best_kernel),
+                    "attempts": [a.model_dump(mode="json") for a in run.attempts],
+                    "choices": [c.model_dump(mode="json") for c in run.choices],
                 },
                 indent=2,
             )
         )
         return
     out.print(
-        f"[bold]{output.get('best_speedup', 1.0):.2f}x[/] over the original, "
-        f"{len(attempts)} candidates, stopped: {output.get('stop_reason')}",
+        f"[bold]{run.best_speedup:.2f}x[/] over the original, "
+        f"{len(run.attempts)} candidates, stopped: {run.stop_reason}",
         highlight=False,
     )
     out.print(
-        f"best kernel: {run.best_file}   summary: {run.path / 'summary.md'}",
+        f"best kernel: {best_kernel}   summary: {run.run_dir / 'summary.md'}",
         highlight=False,
         soft_wrap=True,
     )
-    if (table := search_table(output)) is not None:
+    if (table := search_table({"choices": run.choices, "attempts": run.attempts})) is not None:
         out.print(table)
 
 

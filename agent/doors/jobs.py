@@ -1,9 +1,11 @@
-"""What the chat session and the MCP server share: the machine they work on (GPU backend and
-model, made on first use or handed in by tests), and the jobs both doors offer on one task:
-profile, check a candidate, optimize, search the memory."""
+"""The jobs every front door calls, and the machine they run on (GPU backend and model, made on
+first use or handed in by tests): check a candidate, measure a kernel, optimize, search the
+memory. `kernelwright check` and `optimize`, chat, MCP and the stand-ins all go through these,
+so a door differs from another only in what it reads and how it shows the result."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,9 +43,14 @@ class Machine:
         model: ChatModel | None = None,
         arch: str | None = None,
         stand_in_note: str = "",
+        prestart: bool = True,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
+        """`prestart` and `progress` are for the GPU made here: start the next check's workers
+        during a check (for doors that check again and again), and hear each check's steps."""
         self.settings = settings
         self._gpu, self._model, self._arch = gpu, model, arch
+        self._prestart, self._progress = prestart, progress
         self._own_gpu = gpu is None
         self._model_ready = model is not None
         self.stand_in_note = stand_in_note  # says, for people, what stands in for what
@@ -55,7 +62,7 @@ class Machine:
 
             info = nvml.device_info()  # NoGpuError with the reason
             self._arch = self._arch or info.arch
-            self._gpu = local_gpu(self.settings)
+            self._gpu = local_gpu(self.settings, prestart=self._prestart, progress=self._progress)
         return self._gpu
 
     def missing(self) -> list[str]:
@@ -139,19 +146,46 @@ def parse_candidate(task: Task, candidate: str | None) -> Candidate:
     return KernelBenchCandidate(path="candidate.py", source=candidate)
 
 
-def check(machine: Machine, task: Task, candidate: Candidate) -> CheckReport:
-    """Verify and time a candidate. A CUDA candidate is compiled first (in a worker): source
-    that does not compile is refused with the compiler's own words."""
+def check(
+    machine: Machine,
+    task: Task,
+    candidate: Candidate,
+    *,
+    sanitize: bool = False,
+    profile: bool = False,
+    step: Callable[[str], None] | None = None,
+) -> CheckReport:
+    """Verify and time a candidate; a verdict that is not correct is a report, not an error.
+    If it is correct: `sanitize` also runs compute-sanitizer (a finding makes it wrong, and a
+    sanitizer that could not run says why in report.sanitizer), then `profile` adds Nsight
+    Compute's profile. `step` hears which of these is running."""
     gpu = machine.gpu()
+    report = gpu.check(task, candidate)
+    if sanitize and report.ok:
+        if step:
+            step("compute-sanitizer (several minutes at most)")
+        report = report.with_sanitizer(gpu.sanitize(task, candidate))
+    if profile and report.ok:
+        if step:
+            step("profiling with Nsight Compute")
+        report = report.model_copy(update={"profile": gpu.profile(task, candidate)})
+    return report
+
+
+def check_compiled(machine: Machine, task: Task, candidate: Candidate) -> CheckReport:
+    """`check` for a conversation (chat, MCP): source that does not compile is refused with the
+    compiler's own words, as a DoorError. A CUDA candidate is compiled first, in a worker, so
+    that is said before a GPU is asked for."""
     if isinstance(task, CudaTask) and isinstance(candidate, CudaCandidate):
         from kernelwright.tools.compile import compile_in_sandbox
 
+        machine.gpu()  # the GPU's own error first, and the architecture to compile for
         compiled, _ = compile_in_sandbox(
             candidate.source, task.entry, machine.arch, machine.settings.compile_backend
         )
         if not compiled.ok:
             raise DoorError(compile_problem(compiled.log))
-    report = gpu.check(task, candidate)
+    report = check(machine, task, candidate)
     if report.verdict == "compile_error":
         log = report.compile.log if report.compile else report.reason
         raise DoorError(compile_problem(log))
@@ -226,6 +260,7 @@ class RunOutcome:
     best_source: str
     best_launch: dict[str, Any] | None
     best_speedup: float
+    choices: list[Any]  # the search's choices (agent.experience.TechniqueChoice), in order
 
     @property
     def summary(self) -> str:
@@ -262,13 +297,19 @@ def optimize(
     hint: str = "",
     resume: bool = False,
     plateau: int = 4,
+    max_seconds: float = 3600.0,
+    memory: bool | None = None,
 ) -> RunOutcome:
     """Run the loop on a task with this machine's GPU and model. A run stopped by
     KeyboardInterrupt (or by an exception a progress callback raises) stays resumable, and
-    `stopped_run` reads what it measured."""
+    `stopped_run` reads what it measured. `memory` False: without the memory (None: as the
+    settings say)."""
     from kernelwright.agent.optimize import optimize as run_loop
+    from kernelwright.agent.optimize import resumable
 
-    load_task(task_path)  # a bad task says so before a GPU or a model wakes
+    task = load_task(task_path)  # a bad task says so before a GPU or a model wakes
+    if resume:
+        resumable(machine.settings, task)  # and a missing run to resume, too
     gpu, arch = machine.gpu(), machine.arch
     model: ChatModel = machine.model()
     if hint:
@@ -283,6 +324,8 @@ def optimize(
         gpu=gpu,
         arch=arch,
         progress=progress,
+        max_seconds=max_seconds,
+        memory=memory,
     )
     return outcome_of(run.path, output)
 
@@ -313,6 +356,7 @@ def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcom
         best_source=best.source if best else original.read_text() if original.is_file() else "",
         best_launch=best.launch if best else None,
         best_speedup=(best.speedup or 1.0) if best else 1.0,
+        choices=list((output or {}).get("choices") or []),
     )
 
 

@@ -134,7 +134,7 @@ def build(machine: jobs.Machine) -> MCPServer:
         with readable(), gpu:
             loaded = load_task(Path(task).expanduser())
             cand = jobs.parse_candidate(loaded, candidate)
-            report = jobs.check(machine, loaded, cand)
+            report = jobs.check_compiled(machine, loaded, cand)
         return check_answer(report)
 
     @tool(server, read_only=False)

@@ -3,6 +3,7 @@ that reaches `check` also reaches `optimize`, `batch`, chat and MCP."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def test_optimize_and_the_doors_get_every_setting_check_gets(
     seen: list[Any] = []
 
     class Spy:
-        def __init__(self, options: Any, compile_backend: str) -> None:
+        def __init__(self, options: Any, compile_backend: str, progress: Any = None) -> None:
             seen.append(options)
 
     monkeypatch.setattr(backend, "LocalGpu", Spy)
@@ -42,6 +43,8 @@ def test_optimize_and_the_doors_get_every_setting_check_gets(
     jobs.Machine(settings).gpu()
     want = verify_options(settings, prestart=True)
     assert len(seen) == 2 and all(o == want for o in seen)
+    jobs.Machine(settings, prestart=False).gpu()  # `kernelwright check`: one check, no spares
+    assert seen[2] == dataclasses.replace(want, prestart=False)
     assert want.run_timeout_s == 7.0 and want.compile_timeout_s == 33.0
     assert want.timing_budget_s == 0.9 and want.host_memory_bytes == 3 << 30
     assert want.build_cache_dir == str(tmp_path / "cache" / "builds")
