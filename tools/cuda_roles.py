@@ -1,4 +1,4 @@
-"""The worker's roles for CUDA tasks: functions of the `worker.Worker` they serve.
+"""The worker's roles for CUDA tasks: functions of the `serving.Worker` they serve.
 
 The reference's worker compiles the task's own kernel (or runs its float64 Python reference)
 and never sees a candidate; the candidate's worker runs only the cubin the compile worker built,
@@ -13,10 +13,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .worker import _raw
+from .serving import flat
 
 if TYPE_CHECKING:
-    from .worker import Worker
+    from .serving import Worker
 
 
 def cuda_reference(worker: Worker) -> None:
@@ -69,7 +69,7 @@ def cuda_reference(worker: Worker) -> None:
                             f"reference() returned {a.name} with shape "
                             f"{tuple(arr.shape)}, expected {want}"
                         )
-                    expected.append(_raw(arr.get()))
+                    expected.append(flat(arr.get()))
                     dtypes.append(str(arr.dtype))
         else:
             arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
@@ -77,7 +77,7 @@ def cuda_reference(worker: Worker) -> None:
             worker.sync()
             for a in task.args:
                 if a.role in ("out", "inout"):
-                    expected.append(_raw(arrays[a.name].get()))
+                    expected.append(flat(arrays[a.name].get()))
                     dtypes.append(a.dtype)
         worker.send({"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected)
     _fresh_pool()
@@ -105,7 +105,7 @@ def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
             runner.launch(arrays, sizes)
             worker.sync()
             sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
-            outs = [_raw(arrays[a.name].get()) for a in task.args if a.role in ("out", "inout")]
+            outs = [flat(arrays[a.name].get()) for a in task.args if a.role in ("out", "inout")]
             header = {"type": "outputs", "trial": label, "run": run, "checksums": sums}
             worker.send({**header, "guards": broken_guards(arrays)}, outs)
 

@@ -1,4 +1,4 @@
-"""The worker's roles for KernelBench problems: functions of the `worker.Worker` they serve.
+"""The worker's roles for KernelBench problems: functions of the `serving.Worker` they serve.
 
 The candidate's `ModelNew` is Python in the candidate's worker, so nothing in that process can
 be believed: what it reports is only ever checked against what the reference's worker (the
@@ -20,14 +20,14 @@ PROBLEM, CANDIDATE = "kw_problem.py", "kw_candidate.py"
 def outputs(out: Any) -> tuple[list[memoryview], list[dict[str, Any]]]:
     import torch
 
-    from .worker import _raw
+    from .serving import flat
 
     outs = out if isinstance(out, tuple | list) else (out,)
     arrays, meta = [], []
     for o in outs:
         if type(o) is not torch.Tensor:
             raise TypeError(f"forward() returned {type(o).__name__}, not a torch.Tensor")
-        arrays.append(_raw(o.detach().contiguous().cpu().numpy()))
+        arrays.append(flat(o.detach().contiguous().cpu().numpy()))
         meta.append({"dtype": str(o.dtype).replace("torch.", ""), "shape": list(o.shape)})
     return arrays, meta
 

@@ -1,0 +1,105 @@
+"""The worker's side of its channel to the controller: the job it was given (and the task in
+it), its messages, and the timing commands it serves. The roles (cuda_roles.py, torch_roles.py)
+are functions of a `Worker`; worker.py starts one and hands it to its role."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .protocol import FrameReader, write_message
+
+
+def flat(array: Any) -> memoryview:
+    """An array's bytes without a copy, as one flat frame."""
+    import numpy as np
+
+    return memoryview(np.ascontiguousarray(array)).cast("B")  # type: ignore[arg-type]
+
+
+def _task(job: dict[str, Any]) -> Any:
+    from .kernelbench import KernelBenchTask
+    from .spec import CudaTask
+
+    raw = job["task"]
+    return (
+        CudaTask.model_validate(raw)
+        if raw["kind"] == "cuda"
+        else KernelBenchTask.model_validate(raw)
+    )
+
+
+class Worker:
+    def __init__(
+        self, reader: FrameReader | None, out_fd: int, job: dict[str, Any], scratch: Path
+    ) -> None:
+        self.reader, self.out_fd, self.job, self.scratch = reader, out_fd, job, scratch
+        for name, text in job.get("files", {}).items():  # the view shows none of the user's
+            (scratch / Path(name).name).write_text(text)
+        self.task = _task(job)
+        self.clock: Any = None  # timing primitives, when bound before a candidate loads
+
+    def send(self, header: dict[str, Any], arrays: list[Any] = ()) -> None:  # type: ignore[assignment]
+        write_message(self.out_fd, header, arrays)
+
+    def sync(self) -> None:
+        import cupy
+
+        cupy.cuda.runtime.deviceSynchronize()
+
+    @property
+    def arch(self) -> str:
+        return "sm_" + self.job["device"]["cc"]
+
+    def command(self) -> dict[str, Any]:
+        assert self.reader is not None
+        cmd, _ = self.reader.read_message(time.monotonic() + 3600)
+        return cmd
+
+    def serve(self, rounds: Any, post: Any = None) -> None:
+        """Answer the controller's timing commands until it says done. Python's garbage
+        collector runs once, in the warm-up, and stays off through the rounds, as timeit does:
+        a collection costs tens of milliseconds in a process with torch loaded, and would fall
+        into whichever batch crosses its threshold."""
+        import gc
+
+        from .rounds import seeds_of, warm_up
+
+        while True:
+            cmd = self.command()
+            kind = cmd.get("cmd")
+            if kind == "warmup":
+                rounds.start(int(cmd.get("model_seed", 0)))
+                warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
+                gc.collect()
+                gc.disable()
+                self.send({"type": "warm"})
+            elif kind == "measure":  # the reference's, its candidate paused: sizes the rounds
+                self._probe(cmd)  # first, whatever else ran on the GPU is over
+                facts = warm_up(rounds, int(cmd.get("calls", 8)), 0.0)
+                self.send({"type": "measured", **facts})
+            elif kind == "round":
+                reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
+                reply["result"] = rounds.round(*seeds_of(cmd["round"]))
+                self.send(reply)
+            elif kind == "post" and post is not None:
+                gc.enable()
+                post("post", cmd["trial"])
+            else:
+                gc.enable()
+                self.send({"type": "done"})
+                return
+
+    def _probe(self, cmd: dict[str, Any]) -> dict[str, float]:
+        """A batch's first round: wait until no other context runs (up to 2 s)."""
+        from .timing import BUSY_US
+
+        if not cmd.get("probe"):
+            return {}
+        first = quiet = self.clock.quiet_us()
+        waited = time.perf_counter()
+        while quiet > BUSY_US and time.perf_counter() - waited < 2.0:
+            time.sleep(0.002)
+            quiet = self.clock.quiet_us()
+        return {"quiet_us": first, "settled_us": quiet}
