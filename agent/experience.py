@@ -13,6 +13,7 @@ from typing import Any
 from chromadb.api.types import Documents, EmbeddingFunction
 from pydantic import BaseModel, ConfigDict
 
+from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.settings import Settings
 from kernelwright.memory import contrastive
 from kernelwright.memory.embeddings import CodeHashEmbedding, OllamaEmbedding
@@ -23,7 +24,6 @@ from kernelwright.memory.signature import op_class, task_signature
 from kernelwright.memory.store import ChromaStore, EpisodeStore, Provenance
 from kernelwright.memory.techniques import catalogue, resolve
 from kernelwright.tools.results import Attempt, ProfileResult
-from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import Task
 
 
@@ -158,7 +158,7 @@ def pairs_for(
     only pairs in the task's own format (CUDA kernels, or KernelBench ModelNew files)."""
     if k <= 0:
         return []
-    python = not isinstance(task, CudaTask)
+    python = kind_of(task).fence == "python"
     found = contrastive.pairs(
         store,
         task_signature=task_signature(task),

@@ -19,9 +19,9 @@ from rich.markup import escape
 
 from kernelwright.agent.doors import jobs
 from kernelwright.agent.formats import episode_line, event_line
+from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import Message
 from kernelwright.tools.errors import KernelwrightError
-from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import Task, load_task
 
 DEFAULT_ROUNDS = 5
@@ -197,19 +197,8 @@ class ChatSession:
         task = load_task(path)
         self.task, self.task_path = task, path
         self.measured, self.best, self.turns = None, None, []
-        if isinstance(task, CudaTask):
-            args = ", ".join(a.name for a in task.args)
-            bench = ", ".join(f"{k}={v}" for k, v in task.bench.items())
-            self.say(
-                f"loaded [bold]{escape(task.name)}[/]: {escape(Path(task.source_path).name)}, "
-                f"{escape(task.entry)}({escape(args)}), bench {escape(bench)}"
-            )
-        else:
-            sizes = ", ".join(f"{k}={v}" for k, v in task.size_globals.items())
-            self.say(
-                f"loaded [bold]{escape(task.name)}[/] (KernelBench problem: Model, "
-                f"{escape(sizes) or 'no sizes'}); optimize writes a ModelNew with custom CUDA"
-            )
+        said = kind_of(task).loaded(task)  # it starts with the task's name
+        self.say(f"loaded [bold]{escape(task.name)}[/]{escape(said.removeprefix(task.name))}")
 
     def profile(self) -> jobs.Measured:
         task = self._need_task()
@@ -294,9 +283,10 @@ class ChatSession:
             line = line.rstrip("\n")
             style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
             self.out.print(line, style=style or None, markup=False, highlight=False)
-        if best.best_launch and isinstance(task, CudaTask):
+        was_launch = kind_of(task).launch(task)
+        if best.best_launch and was_launch:
             now = (best.best_launch.get("block"), best.best_launch.get("grid"))
-            was = (list(task.launch.block), list(task.launch.grid))
+            was = (list(was_launch["block"]), list(was_launch["grid"]))
             self.say(
                 escape(f"launch: block {now[0]}, grid {now[1]} (was block {was[0]}, grid {was[1]})")
             )
@@ -363,7 +353,7 @@ class ChatSession:
         system, user = render(
             "ask",
             kernel=task.name,
-            lang="cuda" if isinstance(task, CudaTask) else "python",
+            lang=kind_of(task).fence,
             source=task.source,
             measured=self.measured.lines() if self.measured is not None else None,
             best=None
@@ -384,11 +374,9 @@ class ChatSession:
 def _files(task: Task) -> tuple[Path, Path]:
     """The task's own kernel file, and where /accept writes the best: NAME.best.cu beside a
     CUDA kernel, NAME.best.py (defining ModelNew) beside a KernelBench problem."""
-    if isinstance(task, CudaTask):
-        original = Path(task.source_path)
-        return original, original.with_name(f"{task.name}.best.cu")
-    original = Path(task.path)
-    return original, original.with_name(f"{task.name}.best.py")
+    kind = kind_of(task)
+    original = kind.original_file(task)
+    return original, original.with_name(f"{task.name}.best{kind.suffix}")
 
 
 def run(machine: jobs.Machine, task: Path | None, history: Path) -> None:

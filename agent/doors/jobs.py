@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.agent.context import Progress
+from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import ChatModel, Message, ScriptedLLM, make_model
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend
-from kernelwright.tools.errors import KernelwrightError, TaskError
-from kernelwright.tools.kernelbench import KernelBenchCandidate
+from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt, CheckReport, ProfileResult
-from kernelwright.tools.spec import CudaCandidate, CudaTask, check_signature
 from kernelwright.tools.task import (
     Candidate,
     Task,
@@ -138,12 +137,7 @@ def parse_candidate(task: Task, candidate: str | None) -> Candidate:
     text = candidate.strip()
     if "\n" not in text and Path(text).suffix in (".cu", ".py"):
         return load_candidate(task, Path(text).expanduser())
-    if isinstance(task, CudaTask):
-        check_signature(Path("candidate.cu"), candidate, task.entry, task.args, Path(task.path))
-        return CudaCandidate(path="candidate.cu", source=candidate, launch=None)
-    if "class ModelNew" not in candidate:
-        raise TaskError("candidate.py", "ModelNew", "missing: a KernelBench candidate defines it")
-    return KernelBenchCandidate(path="candidate.py", source=candidate)
+    return kind_of(task).from_text(task, candidate)
 
 
 def check(
@@ -176,12 +170,13 @@ def check_compiled(machine: Machine, task: Task, candidate: Candidate) -> CheckR
     """`check` for a conversation (chat, MCP): source that does not compile is refused with the
     compiler's own words, as a DoorError. A CUDA candidate is compiled first, in a worker, so
     that is said before a GPU is asked for."""
-    if isinstance(task, CudaTask) and isinstance(candidate, CudaCandidate):
+    entry = task.compile_entry  # None: a kind whose candidate is not compiled on its own
+    if entry is not None:
         from kernelwright.tools.compile import compile_in_sandbox
 
         machine.gpu()  # the GPU's own error first, and the architecture to compile for
         compiled, _ = compile_in_sandbox(
-            candidate.source, task.entry, machine.arch, machine.settings.compile_backend
+            candidate.source, entry, machine.arch, machine.settings.compile_backend
         )
         if not compiled.ok:
             raise DoorError(compile_problem(compiled.log))

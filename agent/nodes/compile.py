@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ from langgraph.runtime import Runtime
 
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.nodes.common import as_candidate, stopwatch
+from kernelwright.agent.replies import Proposal
 from kernelwright.agent.state import LoopState
 from kernelwright.tools.compile import compile_in_sandbox
 from kernelwright.tools.errors import TaskError
+from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.results import CompileResult
 from kernelwright.tools.spec import CudaTask, check_signature
 
@@ -26,21 +29,14 @@ def compile_candidate(state: LoopState, runtime: Runtime[LoopContext]) -> dict[s
     assert proposal is not None
     ctx.progress({"node": "compile", "message": "compiling"})
     with stopwatch() as took:
-        if isinstance(task, CudaTask):
-            try:
-                check_signature(
-                    Path("candidate.cu"), proposal.source, task.entry, task.args, Path(task.path)
-                )
-                as_candidate(task, proposal.source, proposal.launch)
-            except TaskError as exc:
-                return {
-                    "compiled": None,
-                    "compile_log": f"error: {exc.field}: {exc.problem}",
-                    "repairs": state.get("repairs", 0) + 1,
-                }
-            result = _build(ctx, proposal.source, task.entry)
-        else:
-            result = check_model_new(proposal.source, task.source)
+        try:
+            result = BUILDS[task.kind](ctx, task, proposal)
+        except TaskError as exc:  # a signature or a launch the task cannot take
+            return {
+                "compiled": None,
+                "compile_log": f"error: {exc.field}: {exc.problem}",
+                "repairs": state.get("repairs", 0) + 1,
+            }
     if result.ok:
         return {"compiled": result, "compile_log": "", "elapsed_s": took["s"]}
     return {
@@ -49,6 +45,18 @@ def compile_candidate(state: LoopState, runtime: Runtime[LoopContext]) -> dict[s
         "repairs": state.get("repairs", 0) + 1,
         "elapsed_s": took["s"],
     }
+
+
+def _cuda(ctx: LoopContext, task: CudaTask, proposal: Proposal) -> CompileResult:
+    """The kernel's signature and launch against the task's (TaskError if they do not fit),
+    then its build."""
+    check_signature(Path("candidate.cu"), proposal.source, task.entry, task.args, Path(task.path))
+    as_candidate(task, proposal.source, proposal.launch)
+    return _build(ctx, proposal.source, task.entry)
+
+
+def _kernelbench(ctx: LoopContext, task: KernelBenchTask, proposal: Proposal) -> CompileResult:
+    return check_model_new(proposal.source, task.source)
 
 
 def _build(ctx: LoopContext, source: str, entry: str) -> CompileResult:
@@ -120,3 +128,10 @@ def _init_arity(cls: ast.ClassDef) -> tuple[float, float] | None:
 def _span(arity: tuple[float, float]) -> str:
     least, most = int(arity[0]), int(arity[1])
     return str(least) if least == most else f"{least} to {most}"
+
+
+# What "compile" means for each kind of task, by task.kind
+BUILDS: dict[str, Callable[[LoopContext, Any, Proposal], CompileResult]] = {
+    "cuda": _cuda,
+    "kernelbench": _kernelbench,
+}

@@ -9,7 +9,8 @@ from langgraph.runtime import Runtime
 from kernelwright.agent.context import LoopContext
 from kernelwright.agent.experience import TechniqueChoice
 from kernelwright.agent.formats import clip, markdown_table, search_rows
-from kernelwright.agent.nodes.common import best_name, should_stop
+from kernelwright.agent.kinds import kind_of
+from kernelwright.agent.nodes.common import should_stop
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.reasoning import ReasoningGraph
 from kernelwright.tools.results import Attempt
@@ -19,7 +20,7 @@ def finish(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     ctx = runtime.context
     reason = should_stop(state) or "stopped"
     graph = ctx.graph.graph if ctx.graph is not None else None
-    text = summary(ctx.task.name, ctx.model.name, reason, state, graph, best_name(ctx.task))
+    text = summary(ctx.task.name, ctx.model.name, reason, state, graph, kind_of(ctx.task).best_file)
     ctx.run.write_summary(text)
     ctx.progress({"node": "finish", "message": reason})
     return {"stop_reason": reason}

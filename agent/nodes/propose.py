@@ -5,23 +5,20 @@ problem gets its own prompt and its candidate is a Python file defining ModelNew
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kernelwright.agent import experience, replies, replies_kernelbench
+from kernelwright.agent import experience
 from kernelwright.agent.context import LoopContext
+from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import Message
-from kernelwright.agent.nodes.common import profile_view, stopwatch
+from kernelwright.agent.nodes.common import stopwatch
 from kernelwright.agent.replies import Proposal, ReplyError
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.contrastive import as_prompt
 from kernelwright.memory.signature import op_class
 from kernelwright.memory.techniques import catalogue
-from kernelwright.prompts.render import render
-from kernelwright.tools.kernelbench import KernelBenchTask
-from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import Task
 
 
@@ -76,52 +73,27 @@ def _messages(
     pending: Proposal | None,
     repairing: bool,
 ) -> list[Message]:
-    """The propose prompt: CUDA's, or the KernelBench variant."""
+    """The propose prompt of the task's kind."""
     task = ctx.task
     technique = experience.technique_view(choice) if choice else None
     repair = (
         {"source": pending.source, "log": state["compile_log"]} if repairing and pending else None
     )
-    contrastive = [] if repairing else _pairs(state, ctx, task)
-    if isinstance(task, KernelBenchTask):
-        return render(
-            "propose_kernelbench",
-            task=task,
-            source=state["best_source"] if state.get("best_index", 0) else None,
-            speedup=state.get("best_speedup", 1.0),
-            best_ms=state.get("best_ms"),
-            technique=technique,
-            techniques=list(catalogue()),
-            attempts=state.get("attempts", []),
-            max_attempts=ctx.history,
-            contrastive=contrastive,
-            repair=repair,
-        )
-    best_launch = state.get("best_launch") or task.launch.model_dump()
-    launch = (pending.launch or best_launch) if repairing and pending else best_launch
-    return render(
-        "propose",
-        task=task,
-        launch=launch,
-        source=state["best_source"],
-        speedup=state.get("best_speedup", 1.0),
-        profile=profile_view(state.get("profile"), state.get("best_compile")),
-        technique=technique,
-        techniques=list(catalogue()),
-        example="",
-        attempts=state.get("attempts", []),
-        max_attempts=ctx.history,
-        contrastive=contrastive,
-        repair=repair,
-    )
-
-
-def _parser(task: Task) -> tuple[Callable[[str], Proposal], Callable[[ReplyError], Message]]:
-    """How a reply is read for this task, and the repair round's message."""
-    if isinstance(task, CudaTask):
-        entry = task.entry
-        return (lambda text: replies.parse_proposal(text, entry)), replies.repair_message
-    return replies_kernelbench.parse_model_new, replies_kernelbench.repair_message
+    values = {
+        "speedup": state.get("best_speedup", 1.0),
+        "technique": technique,
+        "techniques": list(catalogue()),
+        "attempts": state.get("attempts", []),
+        "max_attempts": ctx.history,
+        "contrastive": [] if repairing else _pairs(state, ctx, task),
+        "repair": repair,
+    }
+    kind = kind_of(task)
+    launch = None
+    if kind.inherits_launch:
+        best_launch = state.get("best_launch") or kind.launch(task)
+        launch = (pending.launch or best_launch) if repairing and pending else best_launch
+    return kind.prompt(task, state, values, launch)
 
 
 def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
@@ -130,7 +102,7 @@ def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     repairing = bool(state.get("compile_log")) and pending is not None
     choice = state.get("choice") if repairing else _search(state, ctx)
     messages = _messages(state, ctx, choice, pending, repairing)
-    parse, repair_message = _parser(ctx.task)
+    kind = kind_of(ctx.task)
     n = len(state.get("attempts", [])) + 1
     ctx.progress(
         {
@@ -141,11 +113,11 @@ def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     with stopwatch() as took:
         reply = ctx.model.complete(messages)
         try:
-            proposal = parse(reply)
+            proposal = kind.parse(ctx.task, reply)
         except ReplyError as first:
-            retry = [*messages, {"role": "assistant", "content": reply}, repair_message(first)]
+            retry = [*messages, {"role": "assistant", "content": reply}, kind.repair(first)]
             try:
-                proposal = parse(ctx.model.complete(retry))
+                proposal = kind.parse(ctx.task, ctx.model.complete(retry))
             except ReplyError as second:
                 proposal = None
                 problem = f"no usable kernel in the reply: {second}"
@@ -156,7 +128,7 @@ def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     }
     if proposal is None:
         return {**update, "proposal": None, "compile_log": problem}
-    if proposal.launch is None and isinstance(ctx.task, CudaTask):  # the launch it started from
+    if proposal.launch is None and kind.inherits_launch:  # the launch it started from
         proposal = proposal.model_copy(update={"launch": state.get("best_launch")})
     if not repairing:
         update.update(repairs=0, compile_log="")

@@ -11,8 +11,9 @@ from langgraph.runtime import Runtime
 
 from kernelwright.agent import experience
 from kernelwright.agent.context import LoopContext
+from kernelwright.agent.kinds import kind_of, profile_view
 from kernelwright.agent.llm import Message
-from kernelwright.agent.nodes.common import GAIN, beats, best_name, profile_view, stopwatch
+from kernelwright.agent.nodes.common import GAIN, beats, stopwatch
 from kernelwright.agent.state import LoopState
 from kernelwright.memory.techniques import catalogue
 from kernelwright.prompts.render import render
@@ -47,7 +48,7 @@ def reflect(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     technique = experience.edge_tag(tags, choice) if proposal else ""
     gained = kept and speedup is not None and speedup >= best * GAIN
     explanation, model_s = "", 0.0
-    best_file = best_name(ctx.task)
+    best_file = kind_of(ctx.task).best_file
     if proposal is not None:
         diff = "".join(
             difflib.unified_diff(

@@ -7,9 +7,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelwright.agent.context import LoopContext
-from kernelwright.agent.nodes.common import beats, candidate_for, stopwatch
+from kernelwright.agent.kinds import kind_of
+from kernelwright.agent.nodes.common import beats, stopwatch
 from kernelwright.agent.state import LoopState
-from kernelwright.tools.spec import CudaTask
 
 
 def verify(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
@@ -19,8 +19,9 @@ def verify(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     n = len(state.get("attempts", [])) + 1
     ctx.progress({"node": "verify", "message": f"verifying candidate {n}"})
     with stopwatch() as took:
-        name = "candidate" if isinstance(task, CudaTask) else f"candidate-{n}"  # a file per try
-        candidate = candidate_for(task, ctx.run, proposal.source, proposal.launch, name)
+        kind = kind_of(task)
+        name = f"candidate-{n}" if kind.file_per_try else "candidate"
+        candidate = kind.candidate(task, ctx.run, proposal.source, proposal.launch, name)
         report = ctx.gpu.check(task, candidate)
         best = state.get("best_speedup", 1.0)
         if report.ok and report.timing and beats(report.timing.speedup, best):
