@@ -28,6 +28,17 @@ def clip(text: str, width: int, *, cell: bool = False) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def one_line(text: str) -> str:
+    """Text that stays on one line however a terminal reads it: line breaks and other
+    characters that are not printable (in a path a user typed, say) are written as escapes."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def error_line(message: str) -> Text:
+    """A command's refusal, as its one line on stderr: "error: " and what is wrong."""
+    return Text.assemble(("error:", "red"), " ", one_line(message))
+
+
 def tags(a: Attempt) -> str:
     return ", ".join(a.tags) or "-"
 

@@ -302,7 +302,9 @@ def _print_report(report: object) -> None:
 
 
 def _fail(message: str) -> None:
-    err.print("[red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    from kernelwright.agent.formats import error_line
+
+    err.print(error_line(message), highlight=False, soft_wrap=True)
     sys.exit(2)
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kernelwright.agent.formats import clip
+from kernelwright.agent.formats import clip, error_line
 
 eval_app = typer.Typer(name="eval", no_args_is_help=True, help="Run an evaluation suite.")
 out = Console()
@@ -68,15 +68,17 @@ def adversarial(
 
     cases = suite.load_cases(only=only)
     if not cases:
-        err.print(f"[red]error:[/] no case matches {escape(only or '')!r}", highlight=False)
+        err.print(error_line(f"no case matches {only or ''!r}"), highlight=False)
         raise typer.Exit(2)
     if list_cases:
         _list(cases, as_json)
         return
     if not suite.examples_dir().is_dir():  # the cases' tasks are the repository's examples
         err.print(
-            f"[red]error:[/] the suite's tasks live in {suite.examples_dir()}, which this install "
-            "lacks: run it from a clone (pip install -e .)",
+            error_line(
+                f"the suite's tasks live in {suite.examples_dir()}, which this install "
+                "lacks: run it from a clone (pip install -e .)"
+            ),
             highlight=False,
             soft_wrap=True,
         )

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kernelwright.agent.formats import error_line
 from kernelwright.tools.errors import KernelwrightError
 
 memory_app = typer.Typer(
@@ -41,7 +42,7 @@ def _one_line_errors() -> Iterator[None]:
     try:
         yield
     except KernelwrightError as exc:
-        err.print("[red]error:[/] " + escape(str(exc)), highlight=False, soft_wrap=True)
+        err.print(error_line(str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -76,3 +76,12 @@ def test_events_and_search_events() -> None:
 def test_a_markdown_table_keeps_its_cells() -> None:
     lines = markdown_table(["a", "b"], [["1 | 2", "x\ny"]])
     assert lines == ["| a | b |", "| --- | --- |", "| 1 / 2 | x y |"]
+
+
+def test_an_error_stays_on_one_line_whatever_the_path_holds() -> None:
+    from kernelwright.agent.formats import error_line, one_line
+
+    assert one_line("a\nb\x85c\u2028d\te") == "a\\nb\\x85c\\u2028d\\te"
+    assert one_line("été, ok [red]x[/]") == "été, ok [red]x[/]"  # printable text as it is
+    line = error_line("missing/\npath: no such file").plain
+    assert line == "error: missing/\\npath: no such file" and len(line.splitlines()) == 1
