@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .profile import profile
 from .results import CheckReport, ProfileResult, SanitizeResult
@@ -34,7 +34,10 @@ class GpuBackend(Protocol):
 def candidate_key(task: Task, candidate: Candidate) -> str:
     """What identifies a candidate for replay: the task's name, its source and its launch."""
     launch = getattr(candidate, "launch", None)
-    text = json.dumps([task.name, candidate.source, launch.model_dump() if launch else None])
+    parts: list[Any] = [task.name, candidate.source, launch.model_dump() if launch else None]
+    if flags := candidate.compile_flags("nvrtc"):  # none: the keys recorded before options
+        parts.append(list(flags))
+    text = json.dumps(parts)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 

@@ -56,7 +56,9 @@ class BuildCache:
         if self._own:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def key(self, source: str, entry: str, arch: str, backend: str) -> str | None:
+    def key(
+        self, source: str, entry: str, arch: str, backend: str, flags: tuple[str, ...] = ()
+    ) -> str | None:
         identity = compiler_identity(backend)
         if identity is None:
             return None
@@ -68,13 +70,15 @@ class BuildCache:
             "compiler": identity,
             "options": compile_mod.OPTIONS_TAG,
         }
+        if flags:  # a candidate's own options (tune's); none keeps the keys made before them
+            parts["flags"] = " ".join(flags)
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def find(
-        self, source: str, entry: str, arch: str, backend: str
+        self, source: str, entry: str, arch: str, backend: str, flags: tuple[str, ...] = ()
     ) -> tuple[str | None, tuple[CompileResult, bytes] | None]:
         """The key for this build (None: not cacheable here) and the cached build, if any."""
-        key = self.key(source, entry, arch, backend)
+        key = self.key(source, entry, arch, backend, flags)
         return key, self.get(key) if key else None
 
     def get(self, key: str) -> tuple[CompileResult, bytes] | None:

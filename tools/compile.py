@@ -275,10 +275,13 @@ def compile_kernel(
     arch: str,
     filename: str = "kernel.cu",
     screen: bool = True,
+    flags: tuple[str, ...] = (),
 ) -> tuple[CompileResult, bytes | None]:
+    """`flags`: a candidate's compile options as this backend spells them
+    (spec.CompileOptions.flags), made by the controller, never read from a candidate."""
     if backend == "nvcc":
-        return compile_nvcc(source, entry, arch, filename)
-    return compile_nvrtc(source, entry, arch, filename, screen=screen)
+        return compile_nvcc(source, entry, arch, filename, extra_options=flags)
+    return compile_nvrtc(source, entry, arch, filename, extra_options=flags, screen=screen)
 
 
 def compile_reply(header: dict[str, Any], backend: str, arch: str) -> CompileResult:
@@ -303,7 +306,12 @@ def compile_reply(header: dict[str, Any], backend: str, arch: str) -> CompileRes
 
 
 def compile_in_sandbox(
-    source: str, entry: str, arch: str, backend: str = "nvrtc", timeout_s: float = 60.0
+    source: str,
+    entry: str,
+    arch: str,
+    backend: str = "nvrtc",
+    timeout_s: float = 60.0,
+    flags: tuple[str, ...] = (),
 ) -> tuple[CompileResult, bytes | None]:
     """Compile in the compile worker: it can open only the CUDA headers, and a compiler that
     crashes or hangs takes only it."""
@@ -315,7 +323,8 @@ def compile_in_sandbox(
     box = Sandbox("compile", command=command)
     try:
         with box:
-            box.send({"source": source, "entry": entry, "arch": arch, "backend": backend})
+            job = {"source": source, "entry": entry, "arch": arch, "backend": backend}
+            box.send({**job, "flags": list(flags)})
             header, arrays = box.receive(timeout_s, "compiling", Expect(count=1, total=64 << 20))
             return compile_reply(header, backend, arch), bytes(arrays[0]) if arrays else None
     except WorkerFailure as failure:

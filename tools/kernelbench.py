@@ -85,6 +85,10 @@ class KernelBenchCandidate(BaseModel):
         Model, when the candidate is the problem at `task_path`)."""
         return {"class_name": "Model" if self.path == task_path else "ModelNew"}
 
+    def compile_flags(self, backend: str) -> tuple[str, ...]:
+        """None: a KernelBench candidate builds its own CUDA, in its own worker."""
+        return ()
+
 
 def _parse(path: Path) -> tuple[str, ast.Module]:
     try:

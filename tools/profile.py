@@ -43,7 +43,10 @@ def _profile_kernel(
     from .compile import compile_in_sandbox
     from .nvml import device_info
 
-    compiled, cubin = compile_in_sandbox(candidate.source, task.entry, device_info().arch, backend)
+    flags = candidate.compile_flags(backend)
+    compiled, cubin = compile_in_sandbox(
+        candidate.source, task.entry, device_info().arch, backend, flags=flags
+    )
     if cubin is None:
         return ProfileResult(
             available=False, reason=f"profiling unavailable: {compiled.first_error}"

@@ -85,7 +85,10 @@ def sanitize(
                            "timeout_s": timeout_s, "limits": {"file_bytes": 1 << 30}}  # fmt: skip
     entry = task.compile_entry  # None: the worker imports the candidate itself
     if entry is not None:
-        compiled, cubin = compile_in_sandbox(candidate.source, entry, device_info().arch, backend)
+        flags = candidate.compile_flags(backend)
+        compiled, cubin = compile_in_sandbox(
+            candidate.source, entry, device_info().arch, backend, flags=flags
+        )
         if cubin is None:
             return SanitizeResult(
                 available=False, reason=f"does not compile: {compiled.first_error}"

@@ -6,11 +6,12 @@ Every error names the file and the field, so a user can fix a task without readi
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import expr
 from .errors import TaskError
@@ -145,11 +146,62 @@ def launch_plan(
     return grid, block, smem, tuple(args)
 
 
+class CompileOptions(Frozen):
+    """What the compiler may be told beside the source, for a candidate: chosen by kernelwright
+    (`tune`), never read from a candidate's text. Each backend spells them its own way (flags)."""
+
+    maxrregcount: int | None = Field(default=None, ge=16, le=255)
+    defines: tuple[tuple[str, int], ...] = ()  # -DNAME=VALUE: a kernel's #ifndef knobs
+    fast_math: bool = False  # --use_fast_math (implies ftz, approximate division and sqrt)
+    ftz: bool = False  # flush denormals to zero
+    prec_div: bool = True  # False: approximate division
+    prec_sqrt: bool = True  # False: approximate square root
+    ptxas_level: int | None = Field(default=None, ge=0, le=3)  # ptxas -O level (default 3)
+
+    @field_validator("defines")
+    @classmethod
+    def _names(cls, defines: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+        for name, _ in defines:
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,31}", name):
+                raise ValueError(f"{name!r} is not a knob's name (upper case, digits, _)")
+        if len({n for n, _ in defines}) != len(defines):
+            raise ValueError("a knob is defined twice")
+        return tuple(sorted(defines))
+
+    def flags(self, backend: str) -> tuple[str, ...]:
+        """The options as `backend` ("nvrtc" or "nvcc") takes them; () for the defaults."""
+        dash = "--" if backend == "nvrtc" else "-"
+        out = [f"-D{name}={value}" for name, value in self.defines]
+        if self.maxrregcount is not None:
+            out.append(f"{dash}maxrregcount={self.maxrregcount}")
+        if self.fast_math:
+            out.append("--use_fast_math")
+        if self.ftz:
+            out.append(f"{dash}ftz=true")
+        if not self.prec_div:
+            out.append(f"{dash}prec-div=false")
+        if not self.prec_sqrt:
+            out.append(f"{dash}prec-sqrt=false")
+        if self.ptxas_level is not None:
+            out.append(f"--ptxas-options=-O{self.ptxas_level}")
+        return tuple(out)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the numerics are the compiler's default (no approximations asked for)."""
+        return not (self.fast_math or self.ftz) and self.prec_div and self.prec_sqrt
+
+
 class CudaCandidate(Frozen):
     kind: ClassVar[Literal["cuda"]] = "cuda"  # a ClassVar: not in the candidate's dump
     path: str
     source: str
     launch: LaunchSpec | None = None  # None: the task's launch
+    options: CompileOptions = CompileOptions()  # the compiler's, beside the source
+
+    def compile_flags(self, backend: str) -> tuple[str, ...]:
+        """What the compiler is told beside the source, as `backend` spells it."""
+        return self.options.flags(backend)
 
     def worker_job(self, task_path: str) -> dict[str, Any]:
         """What the candidate's worker is told of it beside its cubin: its own launch, or None

@@ -153,9 +153,12 @@ class Verifier:
                 ref_box = stack.enter_context(self.pool.take(ref_kind, "reference"))
                 ref_box.send(self._job(task, "reference", [*trials, post], None, files, poison))
                 compiler, build_key, built = None, None, None
+                flags = candidate.compile_flags(self.options.backend)
                 if entry is not None:
                     arch, backend = self._arch(), self.options.backend
-                    build_key, built = self.builds.find(candidate.source, entry, arch, backend)
+                    build_key, built = self.builds.find(
+                        candidate.source, entry, arch, backend, flags
+                    )
                 if entry is not None and built is None:
                     compiler = stack.enter_context(self.pool.take("compile", "compile"))
                     compiler.send(
@@ -164,6 +167,7 @@ class Verifier:
                             "entry": entry,
                             "arch": self._arch(),
                             "backend": self.options.backend,
+                            "flags": list(flags),
                         }
                     )
                 cand_box = stack.enter_context(self.pool.take(cand_kind, "candidate"))

@@ -131,6 +131,7 @@ def _compile_worker(proto_out: int, reader: FrameReader, notes: list[str]) -> No
         job["arch"],
         "candidate.cu",
         screen=not narrowed,
+        flags=tuple(str(f) for f in job.get("flags", ())),
     )
     header = {"type": "compiled", "result": result.model_dump(), "notes": notes}
     write_message(proto_out, header, [cubin] if cubin else [])

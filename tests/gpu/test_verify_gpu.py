@@ -58,3 +58,17 @@ def test_an_unchanged_candidate_is_not_built_again(verifier: Verifier) -> None:
     changed = faster.model_copy(update={"source": faster.source + "\n// edited\n"})
     third = verifier.check(task, changed)
     assert third.compile is not None and not third.compile.cached
+
+
+def test_a_candidates_compile_options_reach_its_build(verifier: Verifier) -> None:
+    from kernelwright.tools.spec import CompileOptions
+
+    task = load_task(EXAMPLES / "gelu")
+    faster = load_candidate(task, EXAMPLES / "gelu" / "candidates" / "faster.cu")
+    plain = verifier.check(task, faster)
+    capped = faster.model_copy(update={"options": CompileOptions(maxrregcount=16)})
+    tuned = verifier.check(task, capped)
+    assert plain.ok and tuned.ok, tuned.reason
+    assert plain.compile is not None and tuned.compile is not None
+    assert tuned.compile.registers is not None and tuned.compile.registers <= 16
+    assert not tuned.compile.cached  # another build than the plain one's, not its cubin

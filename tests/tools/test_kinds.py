@@ -103,7 +103,8 @@ def test_kind_facts_stay_out_of_every_dump() -> None:
         dump = task.model_dump()
         assert dump["kind"] == task.kind and not facts & set(dump)
         assert type(task).model_validate(dump) == task
-    assert set(cuda.reference_candidate().model_dump()) == {"path", "source", "launch"}
+    # its compile options are the candidate's own (tune's), not its kind's
+    assert set(cuda.reference_candidate().model_dump()) == {"path", "source", "launch", "options"}
     assert set(problem.reference_candidate().model_dump()) == {"path", "source"}
 
 
