@@ -40,6 +40,7 @@ class Kind:
     inherits_launch: bool  # a proposal without a launch keeps the best one
     launch: Callable[[Any], dict[str, Any] | None]  # the task's own launch, as a prompt shows it
     resources: bool  # its build reports registers and shared memory, for the prompts
+    tunable: bool  # `tune` can search its compile options (the controller builds it)
     profiled: bool  # Nsight Compute profiles it (a KernelBench problem is timed only)
     # each try its own file: a KernelBench candidate is a file its worker imports
     file_per_try: bool
@@ -196,6 +197,7 @@ KINDS: Mapping[str, Kind] = {
         inherits_launch=True,
         launch=lambda task: task.launch.model_dump(),
         resources=True,
+        tunable=True,
         profiled=True,
         file_per_try=False,
         prompt=_cuda_prompt,
@@ -217,6 +219,7 @@ KINDS: Mapping[str, Kind] = {
         inherits_launch=False,
         launch=lambda task: None,
         resources=False,
+        tunable=False,
         profiled=False,
         file_per_try=True,
         prompt=_kb_prompt,

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import expr
 from .errors import TaskError
@@ -535,24 +535,48 @@ def _reference(spec_path: Path, raw: Any) -> str:
 
 
 def load_cuda_candidate(task: CudaTask, path: Path) -> CudaCandidate:
-    """A candidate .cu for a task, with an optional sidecar .toml holding [launch]."""
+    """A candidate .cu for a task, with an optional sidecar .toml holding [launch] and
+    [compile] (the options `kernelwright tune` found: see CompileOptions)."""
     path = path.resolve()
     try:
         source = read_text(path)
     except OSError as exc:
         raise _fail(path, "", f"cannot read candidate: {exc.strerror}") from None
     check_signature(path, source, task.entry, task.args, Path(task.path))
-    launch = None
+    launch, options = None, CompileOptions()
     sidecar = path.with_suffix(".toml")
     if sidecar.is_file():
         raw = _read_toml(sidecar)
         for key in raw:
-            if key != "launch":
-                raise _fail(sidecar, key, "unknown field (a candidate's .toml holds only [launch])")
-        launch = parse_launch(sidecar, raw.get("launch"), set(task.bench))
-        for sizes in (task.bench, *task.checks):
-            try:
-                launch.resolve(sizes)
-            except expr.ExprError as exc:
-                raise _fail(sidecar, "launch", str(exc)) from None
-    return CudaCandidate(path=str(path), source=source, launch=launch)
+            if key not in ("launch", "compile"):
+                why = "unknown field (a candidate's .toml holds [launch] and [compile])"
+                raise _fail(sidecar, key, why)
+        if "launch" in raw:
+            launch = parse_launch(sidecar, raw["launch"], set(task.bench))
+            for sizes in (task.bench, *task.checks):
+                try:
+                    launch.resolve(sizes)
+                except expr.ExprError as exc:
+                    raise _fail(sidecar, "launch", str(exc)) from None
+        if "compile" in raw:
+            options = parse_compile(sidecar, raw["compile"])
+    return CudaCandidate(path=str(path), source=source, launch=launch, options=options)
+
+
+def parse_compile(path: Path, raw: Any) -> CompileOptions:
+    """A sidecar's [compile] table: { maxrregcount = 64, defines = { TILE = 8 }, ... }."""
+    if not isinstance(raw, dict):
+        raise _fail(path, "compile", "expected a table, e.g. [compile] maxrregcount = 64")
+    fields = dict(raw)
+    defines = fields.pop("defines", {})
+    if not isinstance(defines, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in defines.values()
+    ):
+        raise _fail(path, "compile.defines", "expected a table of integers, e.g. { TILE = 8 }")
+    try:
+        return CompileOptions.model_validate({**fields, "defines": tuple(defines.items())})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "compile"
+        why = str(first["msg"]).removeprefix("Value error, ")
+        raise _fail(path, f"compile.{where}" if where != "compile" else where, why) from None

@@ -229,6 +229,121 @@ def optimize(
         out.print(table)
 
 
+@app.command()
+def tune(
+    task: Annotated[Path, typer.Argument(help="A CUDA task: directory, name.toml or name.cu.")],
+    candidate: Annotated[
+        Path | None,
+        typer.Argument(help="A correct kernel .cu to tune; default: the task's own kernel."),
+    ] = None,
+    budget: Annotated[int, typer.Option(min=1, help="Configurations to check at most.")] = 24,
+    minutes: Annotated[float, typer.Option(min=0.1, help="Wall time budget in minutes.")] = 3.0,
+    numerics: Annotated[
+        bool,
+        typer.Option(
+            "--numerics",
+            help="Also try fast math, flush-to-zero and approximate division and sqrt (each "
+            "checked against the task's tolerance).",
+        ),
+    ] = False,
+    backend: BackendFlag = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Search a correct kernel's compile options on this GPU, with no model: its #ifndef knobs,
+    a register cap, the ptxas level. A configuration is kept only if the verifier finds it
+    correct and at least 2% faster with spreads apart; then NAME.tuned.cu and NAME.tuned.toml
+    are written beside the kernel (check them with `kernelwright check TASK NAME.tuned.cu`)."""
+    from kernelwright.agent.doors import jobs
+    from kernelwright.agent.tune import write_tuned
+    from kernelwright.tools.task import load_candidate, load_task, reference_candidate
+    from kernelwright.tools.tune import describe
+
+    settings = load(compile_backend=backend.value if backend else None)
+    loaded = load_task(task)
+    cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
+    with err.status(f"tuning {loaded.name}...") as status:
+
+        def step(msg: str) -> None:
+            status.update(f"{loaded.name}: {msg}")
+
+        machine = jobs.Machine(settings, progress=step)
+        try:
+            found = jobs.tune(
+                machine,
+                loaded,
+                cand,
+                budget=budget,
+                max_seconds=minutes * 60,
+                numerics=numerics,
+                progress=step,
+            )
+        finally:
+            machine.close()
+    written = write_tuned(found.best, loaded.name) if found.improved else None
+    rows = [
+        {
+            "config": describe(t.config),
+            "verdict": t.report.verdict,
+            "speedup": t.report.timing.speedup if t.report.timing else None,
+            "speedup_iqr": t.report.timing.speedup_iqr if t.report.timing else None,
+            "kept": t.kept,
+            "reason": "" if t.report.ok else t.report.reason,
+        }
+        for t in found.tried
+    ]
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "task": loaded.name,
+                    "start": describe(found.start.options),
+                    "best": describe(found.best.options),
+                    "gain": found.gain,
+                    "written": str(written) if written else None,
+                    "tried": rows,
+                    "dropped": [{"config": describe(c), "why": w} for c, w in found.dropped],
+                    "left_unchecked": found.left,
+                    "seconds": found.seconds,
+                },
+                indent=2,
+            )
+        )
+        return
+    table = Table(title=f"{loaded.name}: configurations checked", title_justify="left")
+    for name in ("configuration", "verdict", "speedup", "kept"):
+        table.add_column(name, justify="right" if name == "speedup" else "left")
+    base = found.baseline.timing
+    table.add_row(
+        describe(found.start.options) + " (start)",
+        found.baseline.verdict,
+        f"{base.speedup:.3f}x ± {base.speedup_iqr / 2:.3f}" if base else "-",
+        "",
+    )
+    for row in rows:
+        speed = row["speedup"]
+        table.add_row(
+            str(row["config"]),
+            str(row["verdict"]),
+            f"{speed:.3f}x ± {row['speedup_iqr'] / 2:.3f}" if speed is not None else "-",
+            "[green]kept[/]" if row["kept"] else "",
+        )
+    out.print(table)
+    out.print(
+        f"{len(found.tried)} checked, {len(found.dropped)} dropped unchecked (same code, or no "
+        f"build), {found.left} left by the budget, {found.seconds:.0f} s",
+        highlight=False,
+    )
+    if written is not None:
+        out.print(
+            f"[bold]{found.gain:.3f}x[/] over the kernel as given with "
+            f"{escape(describe(found.best.options))}: {written} (+ .toml)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        out.print("nothing beat the kernel as given by 2% with spreads apart", highlight=False)
+
+
 def _print_report(report: object) -> None:
     from kernelwright.tools.results import CheckReport
 

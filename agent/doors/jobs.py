@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kernelwright.agent.context import Progress
 from kernelwright.agent.kinds import kind_of
@@ -24,6 +24,10 @@ from kernelwright.tools.task import (
     load_task,
     reference_candidate,
 )
+
+if TYPE_CHECKING:
+    from kernelwright.agent.tune import Tuning
+    from kernelwright.tools.spec import CudaCandidate, CudaTask
 
 
 class DoorError(KernelwrightError):
@@ -352,6 +356,38 @@ def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcom
         best_launch=best.launch if best else None,
         best_speedup=(best.speedup or 1.0) if best else 1.0,
         choices=list((output or {}).get("choices") or []),
+    )
+
+
+def tune(
+    machine: Machine,
+    task: Task,
+    candidate: Candidate,
+    *,
+    budget: int,
+    max_seconds: float,
+    numerics: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Tuning:
+    """Search a correct CUDA kernel's compile options on this machine's GPU (agent/tune.py)."""
+    from kernelwright.agent.tune import tune as run_tune
+
+    if not kind_of(task).tunable:
+        raise DoorError(
+            f"tune searches a CUDA kernel's compile options; {task.name} is a {task.kind} task, "
+            "whose candidates build their own CUDA"
+        )
+    gpu = machine.gpu()
+    return run_tune(
+        cast("CudaTask", task),
+        cast("CudaCandidate", candidate),
+        gpu,
+        arch=machine.arch,
+        backend=machine.settings.compile_backend,
+        budget=budget,
+        max_seconds=max_seconds,
+        numerics=numerics,
+        progress=progress,
     )
 
 
