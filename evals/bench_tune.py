@@ -17,13 +17,13 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kernelwright.agent.options import local_gpu
 from kernelwright.agent.settings import load
 from kernelwright.agent.tune import tune
 from kernelwright.tools import nvml
-from kernelwright.tools.spec import CudaCandidate, CudaTask
+from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 from kernelwright.tools.tune import describe
 
@@ -39,16 +39,15 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
     try:
         for name in names:
             task = load_task(EXAMPLES / name)
-            assert isinstance(task, CudaTask)
+            assert task.kind == "cuda"
             faster = EXAMPLES / name / "candidates" / "faster.cu"
             kernels = [("naive", reference_candidate(task))]
             if faster.is_file():
                 kernels.append(("faster", load_candidate(task, faster)))
             for label, cand in kernels:
-                assert isinstance(cand, CudaCandidate)
                 found = tune(
                     task,
-                    cand,
+                    cast(CudaCandidate, cand),
                     gpu,
                     arch=arch,
                     backend=settings.compile_backend,
