@@ -24,6 +24,7 @@ from kernelwright.tools.errors import KernelwrightError, NoGpuError
 
 from .cli_batch import batch
 from .cli_eval import eval_app
+from .cli_import import import_app
 from .cli_memory import memory_app
 from .cli_sessions import chat, mcp
 from .flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
@@ -39,6 +40,7 @@ out = Console()
 err = Console(stderr=True)
 app.add_typer(memory_app, name="memory")
 app.add_typer(eval_app, name="eval")
+app.add_typer(import_app, name="import")
 
 
 def _version(value: bool) -> None:
@@ -249,8 +251,9 @@ def tune(
     backend: BackendFlag = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Search a correct kernel's compile options on this GPU, with no model: its #ifndef knobs,
-    a register cap, the ptxas level. A configuration is kept only if the verifier finds it
+    """Search a correct kernel's compile options on this GPU, with no model.
+
+    Its #ifndef knobs, a register cap, the ptxas level. A configuration is kept only if the verifier finds it
     correct and at least 2% faster with spreads apart; then NAME.tuned.cu and NAME.tuned.toml
     are written beside the kernel (check them with `kernelwright check TASK NAME.tuned.cu`)."""
     from kernelwright.agent.doors import jobs

@@ -1,0 +1,461 @@
+"""A cpp task's expected outputs, on the CPU: the user's C++ function built with g++ -O3 and
+called, through a generated `extern "C"` wrapper, in a confined worker (cpp_worker.py).
+
+- `wrapper_source(task)`: the wrapper. It takes one pointer per argument and the element
+  counts; builds each std::vector and std::array from its buffer (copied back for out and
+  inout), passes pointers as they are and scalars by value, calls the function, times the call
+  and stores a returned value in its one-element output.
+- `build_reference(task, cache_dir)`: the shared library, built in a confined worker with a
+  timeout, cached by content (the source, the wrapper, the standard, the flags, the compiler).
+- `reference_outputs(task, trials, cache_dir)`: the outputs for each trial's sizes, seed and
+  input distributions, computed in a confined worker from the verifier's own inputs
+  (cpp_inputs.py) and cached on disk per (library, inputs, sizes): an O(N^3) reference can
+  take seconds. The first call of a build checks the outputs' contract: an output without a
+  declared start (fill:V) that the function reads before writing, or leaves partly unwritten,
+  comes out differently for two poisons, and is refused with the field to fix.
+
+A reference that does not build, throws, crashes or runs past its time is a one-line error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .cpp import CppParam, CppTask
+from .cpp_inputs import is_fill
+from .errors import KernelwrightError, TaskError, ToolMissingError
+from .protocol import Expect
+from .sandbox import Sandbox, WorkerFailure
+
+WRAPPER_VERSION = 1  # bump when the wrapper or the worker's calling convention changes
+_WORKER = [sys.executable, "-m", "kernelwright.tools.cpp_worker"]
+
+
+class CppReferenceError(KernelwrightError):
+    """The C++ reference threw, crashed or ran past its time: one line, naming the task."""
+
+
+class TrialLike(Protocol):
+    @property
+    def sizes(self) -> dict[str, int]: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def inits(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True)
+class ReferenceTrial:
+    """What one set of expected outputs is computed at (plan.Trial has the same fields)."""
+
+    sizes: dict[str, int]
+    seed: int
+    inits: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    outputs: dict[str, np.ndarray]  # each out and inout argument's, by name
+    seconds: float  # the function's own time on the CPU (wrapper copies excluded)
+    cached: bool
+
+
+# --- the wrapper ---------------------------------------------------------------------------
+
+_HEADERS: tuple[str, ...] = ("algorithm", "array", "chrono", "complex", "cstddef", "cstdint")
+_HEADERS += ("cstdio", "exception", "vector")
+
+
+def _elem(p: CppParam) -> str:
+    """The element's type as the wrapper spells it (std::complex qualified)."""
+    return f"std::complex<{p.component}>" if p.complex else p.elem
+
+
+def _buffer(ctype: str) -> str:
+    """The C++ type of one element of the argument's buffer (bool travels as a byte)."""
+    return "unsigned char" if ctype == "bool" else ctype
+
+
+def wrapper_source(task: CppTask) -> str:
+    """The `extern "C"` entry point the reference's worker calls:
+    `int kw_call(void* const* p, const long long* n, double* seconds)`, one pointer and one
+    element count per argument in the task's order; 0, or an error kw_error() describes."""
+    roles = {a.name: a.role for a in task.args}
+    before, call, after = [], [], []
+    for i, p in enumerate(task.params):
+        e, b = _elem(p), _buffer(_elem(p))
+        count = f"kw_n[{i}] / 2" if p.complex else f"kw_n[{i}]"
+        src = f"static_cast<{b}*>(kw_p[{i}])"
+        back = roles[p.name] in ("out", "inout") and p.writable
+        if p.kind == "vector":
+            before.append(f"std::vector<{e}> kw_a{i}({src}, {src} + {count});")
+            if back:
+                after.append(
+                    f"if (kw_a{i}.size() != static_cast<std::size_t>({count})) "
+                    f'return kw_fail("resized {p.name}: an output\'s size must not change");'
+                )
+                after.append(f"std::copy(kw_a{i}.begin(), kw_a{i}.end(), {src});")
+            call.append(f"kw_a{i}")
+        elif p.kind == "array":
+            before.append(f"std::array<{e}, {p.extent}> kw_a{i};")
+            before.append(f"std::copy({src}, {src} + {p.extent}, kw_a{i}.begin());")
+            if back:
+                after.append(f"std::copy(kw_a{i}.begin(), kw_a{i}.end(), {src});")
+            call.append(f"kw_a{i}")
+        elif p.kind == "pointer":
+            call.append(f"static_cast<{'const ' if p.const else ''}{e}*>(kw_p[{i}])")
+        else:
+            value = f"*{src}" if b == e else f"static_cast<{e}>(*{src})"
+            before.append(f"{e} kw_a{i} = {value};")
+            if back:
+                after.append(f"*{src} = kw_a{i};" if b == e else f"*{src} = kw_a{i} ? 1 : 0;")
+            call.append(f"kw_a{i}")
+    target = f"{task.scope}{task.function}({', '.join(call)})"
+    if task.returns:
+        r = len(task.params)
+        invoke = f"{task.returns} kw_result = {target};"
+        b = _buffer(task.returns)
+        after.append(
+            f"*static_cast<{b}*>(kw_p[{r}]) = "
+            + ("kw_result;" if b == task.returns else "kw_result ? 1 : 0;")
+        )
+    else:
+        invoke = f"{target};"
+    body = "\n".join(
+        "        " + line
+        for line in [
+            *before,
+            "auto kw_t0 = std::chrono::steady_clock::now();",
+            invoke,
+            "*kw_seconds = std::chrono::duration<double>("
+            "std::chrono::steady_clock::now() - kw_t0).count();",
+            *after,
+            "return 0;",
+        ]
+    )
+    return f"""
+// kernelwright: the reference's entry point, generated for {task.function}() (v{WRAPPER_VERSION})
+static char kw_message[1024];
+static int kw_fail(const char* what) {{
+    std::snprintf(kw_message, sizeof kw_message, "%s", what);
+    return 2;
+}}
+extern "C" const char* kw_error(void) {{ return kw_message; }}
+extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seconds) {{
+    (void)kw_n;
+    try {{
+{body}
+    }} catch (const std::exception& kw_e) {{
+        std::snprintf(kw_message, sizeof kw_message, "threw an exception: %s", kw_e.what());
+    }} catch (...) {{
+        std::snprintf(kw_message, sizeof kw_message, "threw an exception (not a std::exception)");
+    }}
+    return 1;
+}}
+"""
+
+
+def translation_unit(task: CppTask) -> str:
+    """What g++ builds: the wrapper's headers, the user's file as it is (its errors read
+    `name.cpp:LINE`), then the wrapper."""
+    name = Path(task.source_path).name
+    headers = "".join(f"#include <{h}>\n" for h in _HEADERS)
+    return f'{headers}#line 1 "{name}"\n{task.source}\n#line 1 "kw_wrapper.cpp"\n' + wrapper_source(
+        task
+    )
+
+
+# --- building ------------------------------------------------------------------------------
+
+
+def _compiler() -> str:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        raise ToolMissingError("g++ not found on PATH: a cpp task's reference is built with it")
+    real = os.path.realpath(gxx)
+    st = os.stat(real)
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def build_key(task: CppTask) -> str:
+    """The library's content address: what decides the build, nothing else."""
+    blob = json.dumps(
+        {
+            "unit": translation_unit(task),
+            "std": task.std,
+            "flags": list(task.flags),
+            "compiler": _compiler(),
+            "wrapper": WRAPPER_VERSION,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kw-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _first_error(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower():
+            return ln
+    return lines[0] if lines else "no output"
+
+
+def build_reference(task: CppTask, cache_dir: Path, timeout_s: float = 120.0) -> Path:
+    """The task's shared library under `cache_dir`/so/, built once per content in a confined
+    worker (g++ -O3 -std=STD FLAGS -shared -fPIC). TaskError (the .cpp) if it does not build."""
+    key = build_key(task)
+    path = Path(cache_dir) / "so" / f"{key}.so"
+    if path.is_file():
+        return path
+    job = {
+        "source": translation_unit(task),
+        "user_source": task.source,
+        "filename": Path(task.source_path).name,
+        "std": task.std,
+        "flags": list(task.flags),
+        "timeout_s": timeout_s,
+    }
+    try:
+        with Sandbox("cpp-build", command=[*_WORKER, "build"]) as box:
+            box.send(job)
+            header, arrays = box.receive(timeout_s + 10, "building", Expect(count=1, total=1 << 30))
+    except WorkerFailure as failure:
+        raise TaskError(task.source_path, "", f"g++ failed: {failure.reason}") from None
+    if header.get("type") != "built" or not header.get("ok") or not arrays:
+        log = str(header.get("log", ""))
+        raise TaskError(task.source_path, "", f"g++ -std={task.std} failed: {_first_error(log)}")
+    _write_atomic(path, bytes(arrays[0]))
+    return path
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def _describe(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+
+
+def _outputs(task: CppTask) -> list[Any]:
+    return [a for a in task.args if a.role in ("out", "inout")]
+
+
+def _maker_text(task: CppTask) -> str:
+    files = task.reference_files()
+    return files.get("kw_inputs.py", "")
+
+
+def output_key(task: CppTask, library_key: str, trial: TrialLike) -> str:
+    """The cache address of one trial's outputs: the library, the arguments as declared
+    (shapes, inits, scalars), the input maker, the sizes, the seed and the trial's inits."""
+    blob = json.dumps(
+        {
+            "library": library_key,
+            "args": [a.model_dump() for a in task.args],
+            "maker": hashlib.sha256(_maker_text(task).encode()).hexdigest(),
+            "inputs": task.inputs_python.rsplit(":", 1)[-1] if task.inputs_python else "",
+            "sizes": dict(sorted(trial.sizes.items())),
+            "seed": int(trial.seed),
+            "inits": dict(sorted((trial.inits or {}).items())),
+            "wrapper": WRAPPER_VERSION,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _load_cached(path: Path, task: CppTask, sizes: dict[str, int]) -> ReferenceResult | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            outputs = {a.name: np.array(data[a.name]) for a in _outputs(task)}
+            seconds = float(data["kw_seconds"])
+    except (OSError, KeyError, ValueError):
+        return None
+    for a in _outputs(task):
+        if outputs[a.name].shape != task.shape(a, sizes) or outputs[a.name].dtype != a.dtype:
+            return None
+    return ReferenceResult(outputs=outputs, seconds=seconds, cached=True)
+
+
+def _store(path: Path, result: ReferenceResult) -> None:
+    import io
+
+    buf = io.BytesIO()
+    arrays: dict[str, Any] = {"kw_seconds": np.float64(result.seconds), **result.outputs}
+    np.savez(buf, **arrays)
+    _write_atomic(path, buf.getvalue())
+
+
+def _contract_key(task: CppTask, library_key: str) -> str:
+    """Where a build's output contract is recorded as checked: per library and arguments."""
+    blob = json.dumps(
+        {
+            "library": library_key,
+            "args": [a.model_dump() for a in task.args],
+            "maker": _maker_text(task),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _contract_error(task: CppTask, header: dict[str, Any], sizes: dict[str, int]) -> None:
+    index = {a.name: i for i, a in enumerate(task.args)}
+    fn = f"{task.function}()"
+    unwritten = header.get("unwritten") or {}
+    read = header.get("read") or []
+    for name, count in unwritten.items() if isinstance(unwritten, dict) else ():
+        if name in index:
+            raise TaskError(
+                task.path,
+                f"args[{index[name]}] ({name}).init",
+                f"{fn} leaves {count} element{'s' * (count != 1)} of {name} unwritten at "
+                f"{_describe(sizes)}: "
+                'declare the value they keep, e.g. init = "fill:0", or write them all',
+            )
+    for name in read if isinstance(read, list) else ():
+        if name in index:
+            field = "returns.init" if task.result and name == task.result.name else None
+            raise TaskError(
+                task.path,
+                field or f"args[{index[name]}] ({name}).init",
+                f"{fn} reads {name} before writing it: declare the value it expects there, "
+                'e.g. init = "fill:0"',
+            )
+
+
+def reference_outputs(
+    task: CppTask,
+    trials: Sequence[TrialLike],
+    cache_dir: Path,
+    timeout_s: float = 600.0,
+    build_timeout_s: float = 120.0,
+) -> list[ReferenceResult]:
+    """Each trial's expected outputs, from the cache or computed in one confined worker
+    (`timeout_s` for each call). TaskError for a task at fault (it does not build, an output's
+    contract does not hold), CppReferenceError where the function throws, crashes or hangs."""
+    cache_dir = Path(cache_dir)
+    library = build_reference(task, cache_dir, build_timeout_s)
+    lib_key = library.stem
+    results: list[ReferenceResult | None] = []
+    todo: list[int] = []
+    paths = []
+    for i, trial in enumerate(trials):
+        path = cache_dir / "outputs" / lib_key[:16] / f"{output_key(task, lib_key, trial)}.npz"
+        paths.append(path)
+        cached = _load_cached(path, task, dict(trial.sizes)) if path.is_file() else None
+        results.append(cached)
+        if cached is None:
+            todo.append(i)
+    if todo:
+        contract = cache_dir / "contract" / f"{_contract_key(task, lib_key)}.ok"
+        check = (
+            None
+            if contract.is_file()
+            else min(todo, key=lambda i: math.prod(dict(trials[i].sizes).values()))
+        )
+        fresh = _run(
+            task,
+            library,
+            [trials[i] for i in todo],
+            todo.index(check) if check is not None else None,
+            timeout_s,
+        )
+        for i, result in zip(todo, fresh, strict=True):
+            _store(paths[i], result)
+            results[i] = result
+        if check is not None:
+            _write_atomic(contract, b"ok\n")
+    return [r for r in results if r is not None]
+
+
+def _run(
+    task: CppTask,
+    library: Path,
+    trials: Sequence[TrialLike],
+    contract: int | None,
+    timeout_s: float,
+) -> list[ReferenceResult]:
+    job = {
+        "task": task.model_dump(),
+        "trials": [
+            {
+                "sizes": dict(t.sizes),
+                "seed": int(t.seed),
+                "inits": dict(t.inits or {}),
+                "contract": i == contract,
+            }
+            for i, t in enumerate(trials)
+        ],
+        "files": task.reference_files(),
+    }
+    fn = f"{task.function}()"
+    out: list[ReferenceResult] = []
+    sizes: dict[str, int] = {}
+    try:
+        with Sandbox("cpp-reference", command=[*_WORKER, "run"]) as box:
+            box.send(job, [library.read_bytes()])
+            box.receive(60, "starting the C++ reference's worker", Expect(sizes=()))
+            for t in trials:
+                sizes = dict(t.sizes)
+                outs = _outputs(task)
+                want = tuple(
+                    math.prod(task.shape(a, sizes)) * np.dtype(a.dtype).itemsize for a in outs
+                )
+                header, arrays = box.receive(
+                    timeout_s, f"running {fn} at {_describe(sizes)}", Expect(sizes=want)
+                )
+                if header.get("unwritten") or header.get("read"):
+                    _contract_error(task, header, sizes)
+                outputs = {
+                    a.name: np.frombuffer(arrays[k], dtype=a.dtype)
+                    .reshape(task.shape(a, sizes))
+                    .copy()
+                    for k, a in enumerate(outs)
+                }
+                seconds = header.get("seconds")
+                if not isinstance(seconds, int | float) or not 0 <= seconds < float("inf"):
+                    seconds = 0.0
+                out.append(ReferenceResult(outputs, float(seconds), False))
+    except WorkerFailure as failure:
+        what = "ran past its time" if failure.verdict == "timeout" else "failed"
+        reason = " ".join(failure.reason.split())
+        raise CppReferenceError(f"{task.name}: the C++ reference {what}: {reason}") from None
+    return out
+
+
+def fill_outputs(task: CppTask) -> dict[str, float | int]:
+    """The declared starting value of each output that has one (init = "fill:V"): what the
+    verifier fills them with instead of its poison."""
+    from .cpp_inputs import fill_value
+
+    return {
+        a.name: v
+        for a in task.args
+        if a.role == "out" and is_fill(a.init) and (v := fill_value(a.init)) is not None
+    }

@@ -1,0 +1,265 @@
+"""The worker of a cpp task's C++ reference: `python -m kernelwright.tools.cpp_worker build|run`.
+
+It confines itself first (confine.py: its own namespaces, a view of the software it runs on and
+nothing of the user's, a capped scratch), then serves one job from the controller
+(cpp_reference.py), as protocol.py frames it:
+
+  build  <- {"source", "filename", "std", "flags", "timeout_s"}
+         -> {"type": "built", "ok", "log", "notes"} + [the shared library, where it built]
+  run    <- {"task", "trials": [{sizes, seed, inits, contract}], "files"} + [the library]
+         -> {"type": "started", "notes"} once the library and the input maker are loaded
+         -> per trial {"type": "outputs", "trial", "seconds", "unwritten"?, "read"?}
+            + one array per out and inout argument, in the task's order
+  either -> {"type": "done"}, or {"type": "error", "error"} (a C++ exception, a resize, an
+            input maker's failure); a crash or a hang is the controller's to see.
+
+The library is g++'s build of the user's function and the generated wrapper (kw_call); no GPU
+is touched. Whatever the function prints lands in the worker's log, never on the channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+from .confine import confine
+from .protocol import FrameReader, write_message
+
+LOG_CHARS = 6000  # what a build's log may say back
+
+
+class Problem(Exception):
+    """What went wrong, in one line the controller passes on as it is."""
+
+
+def _build(job: dict[str, Any], out: int, notes: list[str]) -> None:
+    import shutil
+    import subprocess
+
+    from .compile import include_problem
+
+    filename = os.path.basename(str(job["filename"]))
+    problem = include_problem(str(job["user_source"]))
+    if problem:
+        write_message(out, {"type": "built", "ok": False, "log": f"{filename}: error: {problem}"})
+        return
+    gxx = shutil.which("g++")
+    if gxx is None:
+        write_message(out, {"type": "built", "ok": False, "log": "g++ not found on PATH"})
+        return
+    with open(filename, "w") as f:
+        f.write(str(job["source"]))
+    cmd = [gxx, "-O3", f"-std={job['std']}", *map(str, job["flags"])]
+    cmd += ["-shared", "-fPIC", "-o", "kw_reference.so", filename]
+    timeout = float(job.get("timeout_s", 120))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        write_message(
+            out, {"type": "built", "ok": False, "log": f"g++ did not finish in {timeout:.0f} s"}
+        )
+        return
+    log = (proc.stdout + proc.stderr).replace(os.getcwd() + "/", "")[-LOG_CHARS:]
+    ok = proc.returncode == 0 and os.path.isfile("kw_reference.so")
+    library = []
+    if ok:
+        with open("kw_reference.so", "rb") as f:
+            library.append(f.read())
+    write_message(out, {"type": "built", "ok": ok, "log": log, "notes": notes}, library)
+
+
+def _load_maker(path: str, func: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kw_inputs", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kw_inputs"] = module
+    spec.loader.exec_module(module)
+    return getattr(module, func)
+
+
+class _Reference:
+    """The loaded library and the task: inputs, outputs and one call of the function."""
+
+    def __init__(self, task: Any, library: str, maker: Any) -> None:
+        import ctypes
+
+        self.task = task
+        self.lib = ctypes.CDLL(library)
+        self.lib.kw_call.restype = ctypes.c_int
+        self.lib.kw_call.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(ctypes.c_longlong),
+            ctypes.POINTER(ctypes.c_double),
+        ]
+        self.lib.kw_error.restype = ctypes.c_char_p
+        self.maker = maker
+
+    def inputs(self, sizes: dict[str, int], seed: int, inits: dict[str, str]) -> dict[str, Any]:
+        import numpy as np
+
+        from .cpp_inputs import arg_seed, generate
+
+        task = self.task
+        made: dict[str, Any] = {}
+        if self.maker is not None:
+            wanted = {a.name: a for a in task.args if a.role in ("in", "inout")}
+            func = task.inputs_python.rsplit(":", 1)[1]
+            try:
+                given = self.maker(np, np.random.default_rng(seed), dict(sizes))
+            except Exception as exc:
+                raise Problem(
+                    f"the input maker {func}() failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            if not isinstance(given, dict):
+                raise Problem(f"the input maker {func}() must return a dict of arrays")
+            for name, value in given.items():
+                if name not in wanted:
+                    raise Problem(f"the input maker {func}() returned {name!r}: not an input")
+                arr = np.asarray(value)
+                want = task.shape(wanted[name], sizes)
+                if arr.shape != want:
+                    raise Problem(
+                        f"the input maker {func}() returned {name} with shape {arr.shape}, "
+                        f"expected {want}"
+                    )
+                made[name] = np.ascontiguousarray(arr.astype(wanted[name].dtype))
+        return {
+            a.name: made[a.name]
+            if a.name in made and a.name not in inits
+            else generate(
+                a.dtype,
+                task.shape(a, sizes),
+                arg_seed(seed, i),
+                inits.get(a.name, a.init),
+            )
+            for i, a in enumerate(task.args)
+            if a.role in ("in", "inout")
+        }
+
+    def call(
+        self, sizes: dict[str, int], ins: dict[str, Any], poison: int
+    ) -> tuple[dict[str, Any], float]:
+        """One call on copies of `ins`; its out and inout arrays and the seconds it took."""
+        import ctypes
+        import math
+
+        import numpy as np
+
+        from . import expr
+        from .cpp_inputs import starting_output
+
+        task = self.task
+        arrays: dict[str, Any] = {}
+        for a in task.args:
+            if a.role == "scalar":
+                value = expr.evaluate(a.value, sizes)
+                arrays[a.name] = np.array(value, dtype=a.dtype)
+            elif a.role == "out":
+                arrays[a.name] = starting_output(a.dtype, task.shape(a, sizes), a.init, poison)
+            else:
+                arrays[a.name] = ins[a.name].copy()
+        ptrs = (ctypes.c_void_p * len(task.args))(*(arrays[a.name].ctypes.data for a in task.args))
+        counts = (ctypes.c_longlong * len(task.args))(
+            *(math.prod(arrays[a.name].shape) for a in task.args)
+        )
+        seconds = ctypes.c_double(0.0)
+        code = self.lib.kw_call(ptrs, counts, ctypes.byref(seconds))
+        if code != 0:
+            message = (self.lib.kw_error() or b"").decode(errors="replace")
+            raise Problem(f"{task.function}() {message}")
+        outs = {a.name: arrays[a.name] for a in task.args if a.role in ("out", "inout")}
+        return outs, float(seconds.value)
+
+
+def _contract(ref: _Reference, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Which outputs without a declared start (fill:V) came out differently for two poisons:
+    left unwritten in places (still the poison), or read before written."""
+    import numpy as np
+
+    from .cpp_inputs import POISONS, is_fill, poisoned
+
+    unwritten, read = {}, []
+    for a in ref.task.args:
+        if a.role != "out" or is_fill(a.init):
+            continue
+        x, y = first[a.name], second[a.name]
+        bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
+        xb, yb = x.view(bits).ravel(), y.view(bits).ravel()
+        if np.array_equal(xb, yb):
+            continue
+        p0 = poisoned((1,), a.dtype, POISONS[0]).view(bits)[0]
+        p1 = poisoned((1,), a.dtype, POISONS[1]).view(bits)[0]
+        left = int(np.count_nonzero((xb == p0) & (yb == p1)))
+        if left:
+            unwritten[a.name] = left
+        else:
+            read.append(a.name)
+    return {"unwritten": unwritten, "read": read}
+
+
+def _run(job: dict[str, Any], arrays: list[Any], out: int, notes: list[str]) -> None:
+    from .cpp import CppTask
+    from .cpp_inputs import POISONS, distribution
+    from .serving import flat
+
+    distribution("uniform", "float32")  # its module loaded now, outside the trials' deadlines
+
+    task = CppTask.model_validate(job["task"])
+    for name, text in job.get("files", {}).items():  # the view shows none of the user's files
+        with open(os.path.basename(name), "w") as f:
+            f.write(text)
+    with open("kw_reference.so", "wb") as f:
+        f.write(bytes(arrays[0]))
+    maker = None
+    if task.inputs_python:
+        maker = _load_maker("kw_inputs.py", task.inputs_python.rsplit(":", 1)[1])
+    ref = _Reference(task, os.path.abspath("kw_reference.so"), maker)
+    write_message(out, {"type": "started", "notes": notes})
+    for i, trial in enumerate(job["trials"]):
+        sizes, seed, inits = trial["sizes"], int(trial["seed"]), trial.get("inits") or {}
+        ins = ref.inputs(sizes, seed, inits)
+        outs, seconds = ref.call(sizes, ins, POISONS[0])
+        header: dict[str, Any] = {"type": "outputs", "trial": i, "seconds": seconds}
+        if trial.get("contract"):
+            again, _ = ref.call(sizes, ins, POISONS[1])
+            header.update(_contract(ref, outs, again))
+        write_message(out, header, [flat(outs[a.name]) for a in task.args if a.name in outs])
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    null = os.open(os.devnull, os.O_RDWR)
+    notes = confine([os.getcwd()])  # first: one thread, nothing of the task's loaded
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # what the function prints goes to the log, never to the result channel
+    try:
+        reader = FrameReader(proto_in)
+        job, arrays = reader.read_message(time.monotonic() + 3600)
+        if mode == "build":
+            _build(job, proto_out, notes)
+        elif mode == "run":
+            _run(job, arrays, proto_out, notes)
+        else:
+            raise ValueError(f"unknown mode {mode!r} (build, run)")
+        write_message(proto_out, {"type": "done"})
+    except BaseException as exc:
+        text = str(exc) if isinstance(exc, Problem) else traceback.format_exception_only(exc)[-1]
+        text = " ".join(text.split())
+        traceback.print_exc()
+        with contextlib.suppress(OSError):
+            write_message(proto_out, {"type": "error", "error": text[-2000:]})
+    finally:
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
