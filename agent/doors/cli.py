@@ -253,9 +253,10 @@ def tune(
 ) -> None:
     """Search a correct kernel's compile options on this GPU, with no model.
 
-    Its #ifndef knobs, a register cap, the ptxas level. A configuration is kept only if the verifier finds it
-    correct and at least 2% faster with spreads apart; then NAME.tuned.cu and NAME.tuned.toml
-    are written beside the kernel (check them with `kernelwright check TASK NAME.tuned.cu`)."""
+    Its #ifndef knobs, a register cap, the ptxas level. A configuration is kept only if the
+    verifier finds it correct and at least 2% faster with spreads apart; then NAME.tuned.cu and
+    NAME.tuned.toml are written beside the kernel (check them with `kernelwright check TASK
+    NAME.tuned.cu`)."""
     from kernelwright.agent.doors import jobs
     from kernelwright.agent.tune import write_tuned
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
