@@ -10,8 +10,6 @@ baseline file has).
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import time
 from pathlib import Path
@@ -21,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from kernelwright.agent.doors.batch_plots import BLUE, GREEN, GREY, RED
+from kernelwright.agent.doors.batch_plots import BLUE, GREEN, GREY, RED, empty, png
 from kernelwright.agent.formats import clip
 
 from . import kb_format
@@ -421,25 +419,12 @@ def markdown(data: dict[str, Any]) -> str:
 # --- plots ---
 
 
-def _png(fig: Figure) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def _empty(fig: Figure, text: str) -> Figure:
-    ax = fig.add_subplot()
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", color=GREY)
-    return fig
-
-
 def plots(state: KbState) -> dict[str, str]:
     """Plot name -> base64 PNG."""
     return {
-        "speedup": _png(speedup_plot(state)),
-        "outcomes": _png(outcome_plot(state)),
-        "time": _png(time_plot(state)),
+        "speedup": png(speedup_plot(state)),
+        "outcomes": png(outcome_plot(state)),
+        "time": png(time_plot(state)),
     }
 
 
@@ -454,7 +439,7 @@ def speedup_plot(state: KbState) -> Figure:
     rows = [r for r in rows if r[2]]
     fig = Figure(figsize=(7.5, 0.7 * len(rows) + 1.4))
     if not rows:
-        return _empty(fig, "no problem was evaluated")
+        return empty(fig, "no problem was evaluated")
     ax = fig.add_subplot()
     edge = blended_transform_factory(ax.transAxes, ax.transData)
     values = []
@@ -507,7 +492,7 @@ def outcome_plot(state: KbState) -> Figure:
     fig = Figure(figsize=(7.5, 0.6 * len(levels) + 1.6))
     done = [p for p in state.problems if p.status in ("done", "failed", "skipped")]
     if not done:
-        return _empty(fig, "no problem finished")
+        return empty(fig, "no problem finished")
     ax = fig.add_subplot()
     left = [0] * len(levels)
     for k, (label, color) in enumerate(OUTCOMES):
@@ -526,7 +511,7 @@ def time_plot(state: KbState) -> Figure:
     done = [p for p in state.problems if p.status in ("done", "failed", "skipped")]
     fig = Figure(figsize=(7.5, 3.2))
     if not done:
-        return _empty(fig, "no problem finished")
+        return empty(fig, "no problem finished")
     ax = fig.add_subplot()
     colors = [OUTCOMES[_outcome(p)][1] for p in done]
     ax.bar(range(len(done)), [p.wall_s for p in done], color=colors)

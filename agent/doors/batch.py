@@ -16,7 +16,7 @@ import ast
 import os
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -137,6 +137,8 @@ class BatchProgress(Protocol):
 
     def task_finished(self, index: int, task: TaskState, report: TaskReport) -> None: ...
 
+    def note(self, text: str) -> None: ...  # a line about the batch (a worker died, a GPU lost)
+
 
 class NoProgress:
     def task_started(self, index: int, task: TaskState, attempts_done: int) -> None:
@@ -146,6 +148,9 @@ class NoProgress:
         pass
 
     def task_finished(self, index: int, task: TaskState, report: TaskReport) -> None:
+        pass
+
+    def note(self, text: str) -> None:
         pass
 
 
@@ -162,50 +167,88 @@ def run_batch(
     """Run every task not yet done or failed, saving the state after each change. A task's
     failure is recorded and the batch goes on; KeyboardInterrupt leaves the task running, for
     a resume."""
-    from kernelwright.agent.optimize import optimize
-
     ui = progress or NoProgress()
     for index, task in enumerate(state.tasks):
         if task.status in ("done", "failed"):
             continue
-        runs = out / "runs" / task.slug
-        unfinished, finished = _runs(runs)
         task.status = "running"
         state.save(out)
-        ui.task_started(index, task, len(unfinished.attempts()) if unfinished else 0)
-        start = time.monotonic()
+        ui.task_started(index, task, attempts_done(out, task))
         try:
-            if finished is not None and unfinished is None:  # its loop ended before the kill
-                run, task.stop_reason = finished, _stopped(finished)
-            else:
-                output, run = optimize(
-                    task.path,
-                    settings,
-                    budget=state.budget,
-                    max_seconds=state.minutes * 60,
-                    plateau=state.plateau,
-                    memory=state.memory,
-                    resume=unfinished is not None,
-                    model=model,
-                    gpu=RecordingGpu(gpu, runs / "checks.jsonl"),
-                    arch=arch,
-                    progress=partial(ui.loop_event, task),
-                    runs_dir=runs,
-                )
-                task.stop_reason = str(output.get("stop_reason", ""))
-            task.run_dir = str(run.path)
-            task.status, task.reason = "done", original_failure(task, out)
-            if task.reason:
-                task.status = "failed"
-        except KernelwrightError as exc:
-            task.status, task.reason = "failed", _line(str(exc))
-        except Exception as exc:  # a bug or a broken tool must not stop the batch either
-            task.status, task.reason = "failed", _line(f"{type(exc).__name__}: {exc}")
+            run_one(
+                task,
+                out,
+                settings,
+                state,
+                model=model,
+                gpu=gpu,
+                arch=arch,
+                progress=partial(ui.loop_event, task),
+            )
         finally:
-            task.wall_s += time.monotonic() - start
             state.save(out)
         ui.task_finished(index, task, write_task_json(task, out))
     return state
+
+
+def attempts_done(out: Path, task: TaskState) -> int:
+    """The attempts the task's unfinished run (the one a resume continues) already made."""
+    unfinished, _ = _runs(out / "runs" / task.slug)
+    return len(unfinished.attempts()) if unfinished else 0
+
+
+def run_one(
+    task: TaskState,
+    out: Path,
+    settings: Settings,
+    batch: BatchState,
+    *,
+    model: ChatModel,
+    gpu: GpuBackend,
+    arch: str,
+    progress: Callable[[dict[str, Any]], None],
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> None:
+    """One task's loop with the batch's limits, resumed from its checkpoints when it has an
+    unfinished run: sets the task's status, reason, stop reason and run directory and adds its
+    wall time; the caller saves the state. A failure is recorded, not raised; KeyboardInterrupt
+    and the `passthrough` exceptions are raised, leaving the task as it was, for a resume."""
+    from kernelwright.agent.optimize import optimize
+
+    runs = out / "runs" / task.slug
+    unfinished, finished = _runs(runs)
+    start = time.monotonic()
+    try:
+        if finished is not None and unfinished is None:  # its loop ended before the kill
+            run, task.stop_reason = finished, _stopped(finished)
+        else:
+            output, run = optimize(
+                task.path,
+                settings,
+                budget=batch.budget,
+                max_seconds=batch.minutes * 60,
+                plateau=batch.plateau,
+                memory=batch.memory,
+                resume=unfinished is not None,
+                model=model,
+                gpu=RecordingGpu(gpu, runs / "checks.jsonl"),
+                arch=arch,
+                progress=progress,
+                runs_dir=runs,
+            )
+            task.stop_reason = str(output.get("stop_reason", ""))
+        task.run_dir = str(run.path)
+        task.status, task.reason = "done", original_failure(task, out)
+        if task.reason:
+            task.status = "failed"
+    except passthrough:
+        raise
+    except KernelwrightError as exc:
+        task.status, task.reason = "failed", one_line(str(exc))
+    except Exception as exc:  # a bug or a broken tool must not stop the batch either
+        task.status, task.reason = "failed", one_line(f"{type(exc).__name__}: {exc}")
+    finally:
+        task.wall_s += time.monotonic() - start
 
 
 def _runs(runs: Path) -> tuple[RunDir | None, RunDir | None]:
@@ -229,5 +272,6 @@ def _stopped(run: RunDir) -> str:
     return ""
 
 
-def _line(text: str) -> str:
+def one_line(text: str) -> str:
+    """The first line of `text`, its runs of spaces squeezed; "failed" for no text."""
     return " ".join(text.strip().splitlines()[0].split()) if text.strip() else "failed"

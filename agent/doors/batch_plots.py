@@ -22,19 +22,21 @@ BLUE, GREEN, RED, GREY = "#3b6ea8", "#2e8b57", "#c0392b", "#8a8a8a"
 def plots(reports: list[TaskReport]) -> dict[str, str]:
     """Plot name -> base64 PNG."""
     return {
-        "speedup": _png(speedup_plot(reports)),
-        "attempts": _png(attempts_plot(reports)),
-        "roofline": _png(roofline_plot(reports)),
+        "speedup": png(speedup_plot(reports)),
+        "attempts": png(attempts_plot(reports)),
+        "roofline": png(roofline_plot(reports)),
     }
 
 
-def _png(fig: Figure) -> str:
+def png(fig: Figure) -> str:
+    """A figure as a base64 PNG, for a self-contained HTML page."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _empty(fig: Figure, text: str) -> Figure:
+def empty(fig: Figure, text: str) -> Figure:
+    """A figure that says, in grey, why there is nothing to plot."""
     ax = fig.add_subplot()
     ax.axis("off")
     ax.text(0.5, 0.5, text, ha="center", va="center", color=GREY)
@@ -45,7 +47,7 @@ def speedup_plot(reports: list[TaskReport]) -> Figure:
     """One bar per task: the best speedup over the original, with half the IQR as error bar."""
     fig = Figure(figsize=(7.5, 0.45 * len(reports) + 1.4))
     if not reports:
-        return _empty(fig, "no tasks")
+        return empty(fig, "no tasks")
     ax = fig.add_subplot()
     names = [r.id for r in reports][::-1]
     values = [r.speedup or 0.0 for r in reports][::-1]
@@ -74,7 +76,7 @@ def attempts_plot(reports: list[TaskReport]) -> Figure:
     rows = max(1, math.ceil(len(runs) / cols))
     fig = Figure(figsize=(4.2 * cols, 2.9 * rows + 0.4))
     if not runs:
-        return _empty(fig, "no task was timed")
+        return empty(fig, "no task was timed")
     fig.suptitle("Time of each attempt over the run")
     for i, r in enumerate(runs):
         ax = fig.add_subplot(rows, cols, i + 1)
@@ -115,7 +117,7 @@ def roofline_plot(reports: list[TaskReport]) -> Figure:
     placed = [r for r in reports if r.roofline_before and r.roofline_after]
     fig = Figure(figsize=(7.5, 0.45 * len(placed) + 1.6))
     if not placed:
-        return _empty(fig, "no task has a roofline floor ([roofline] and the device's peaks)")
+        return empty(fig, "no task has a roofline floor ([roofline] and the device's peaks)")
     ax = fig.add_subplot()
     for y, r in enumerate(placed[::-1]):
         assert r.roofline_before and r.roofline_after

@@ -43,6 +43,7 @@ class TaskState(BaseModel):
     stop_reason: str = ""  # why its loop stopped
     run_dir: str = ""
     wall_s: float = 0.0
+    gpu: str = ""  # which GPU ran it, in a batch over several ("GPU 3 on host-a")
 
 
 class SkippedState(BaseModel):
@@ -63,6 +64,11 @@ class BatchState(BaseModel):
     plateau: int = 4
     memory: bool = True
     backend: str | None = None  # the compile backend; None: the settings'
+    # where it runs (batch_dask.py): --gpus or --scheduler, kept so a resume runs there too
+    gpus: str | None = None
+    scheduler: str | None = None
+    retries: int | None = None  # a task's runs after its worker died; None: the default
+    wall_s: float = 0.0  # the batch's own wall time over several GPUs, every session's added
 
     @classmethod
     def plan(
@@ -131,3 +137,4 @@ class TaskReport(BaseModel):
     run_dir: str = ""
     best_kernel: str = ""
     wall_s: float = 0.0
+    gpu: str = ""  # which GPU ran it, in a batch over several

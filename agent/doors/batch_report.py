@@ -12,11 +12,9 @@ from typing import Any
 from kernelwright.agent.doors.batch_records import BatchState, TaskReport, TaskState
 from kernelwright.agent.formats import clip
 from kernelwright.agent.rundir import RunDir
-from kernelwright.tools import expr
 from kernelwright.tools.backend import candidate_key
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt, CheckReport, DeviceInfo
-from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import Task, load_task, reference_candidate
 from kernelwright.tools.timing import roofline_floor_ms
 
@@ -50,10 +48,9 @@ def original_failure(task: TaskState, out: Path) -> str:
 
 def floor_ms(task: Task, device: DeviceInfo | None) -> float | None:
     """The roofline floor at the bench size from the task's [roofline] and the device's peaks."""
-    if not isinstance(task, CudaTask) or device is None:
+    if device is None:
         return None
-    rbytes = expr.evaluate(task.roofline_bytes, task.bench) if task.roofline_bytes else None
-    rflops = expr.evaluate(task.roofline_flops, task.bench) if task.roofline_flops else None
+    rbytes, rflops = task.roofline()  # (None, None) for a kind that declares no roofline
     return roofline_floor_ms(rbytes, rflops, device.peak_dram_gbps, device.peak_fp32_tflops)
 
 
@@ -70,6 +67,7 @@ def task_report(task: TaskState, out: Path, device: DeviceInfo | None = None) ->
         stop_reason=task.stop_reason,
         run_dir=task.run_dir,
         wall_s=round(task.wall_s, 3),
+        gpu=task.gpu,
     )
     if not task.run_dir:
         return report
@@ -141,7 +139,9 @@ def write_report(state: BatchState, out: Path, device: DeviceInfo | None = None)
         "budget": state.budget,
         "started": state.started,
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "wall_s": round(sum(t.wall_s for t in state.tasks), 3),
+        "wall_s": round(sum(t.wall_s for t in state.tasks), 3),  # the sum of the tasks' times
+        "batch_wall_s": round(state.wall_s, 3),  # over several GPUs: the batch's own; else 0
+        "gpus": sorted({t.gpu for t in state.tasks if t.gpu}),
         "counts": {
             "tasks": len(reports),
             **{v: sum(r.verdict == v for r in reports) for v in ("faster", "unchanged", "failed")},
@@ -176,6 +176,17 @@ def _rel(path: str, root: str) -> str:
     return p.relative_to(root).as_posix() if p.is_relative_to(root) else path
 
 
+def times(data: dict[str, Any]) -> str:
+    """The batch's time: the sum of its tasks' times, and over several GPUs its own wall time
+    beside it (pure)."""
+    work = f"{data['wall_s']:.0f} s of task time"
+    wall, gpus = data.get("batch_wall_s") or 0.0, len(data.get("gpus") or ())
+    if not wall:
+        return work
+    busy = data["wall_s"] / wall
+    return f"{wall:.0f} s of wall time on {gpus} GPUs for {work} ({busy:.1f} GPUs busy on average)"
+
+
 def markdown(data: dict[str, Any], reports: list[TaskReport]) -> str:
     """report.md (pure)."""
     c = data["counts"]
@@ -187,14 +198,15 @@ def markdown(data: dict[str, Any], reports: list[TaskReport]) -> str:
         f"- proposals by: {data['proposals_by']}; budget: {data['budget']} candidates per task",
         f"- tasks: {c['tasks']}: {c['faster']} faster, {c['unchanged']} unchanged, "
         f"{c['failed']} failed; {c['skipped_files']} files or folders skipped",
-        f"- started {data['started']}, report written {data['written']}, "
-        f"{data['wall_s']:.0f} s of task time",
+        f"- started {data['started']}, report written {data['written']}, {times(data)}",
         "- plots: report.html; per task: tasks/NAME.json; "
         "runs (best.cu or best.py, attempts): runs/NAME/",
         "",
         "| task | verdict | baseline ms | best ms | speedup | roofline before → after "
-        "| attempts | techniques | stopped, or why it failed |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| attempts | techniques | stopped, or why it failed |"
+        + (" gpu |" if data["gpus"] else ""),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        + (" --- |" if data["gpus"] else ""),
     ]
     for r in reports:
         lines.append(
@@ -202,6 +214,7 @@ def markdown(data: dict[str, Any], reports: list[TaskReport]) -> str:
             f"| {_pct(r.roofline_before, r.roofline_after)} | {len(r.attempts)} "
             f"| {clip(', '.join(r.techniques), 50, cell=True)} "
             f"| {clip(r.reason or r.stop_reason, 90, cell=True)} |"
+            + (f" {clip(r.gpu, 40, cell=True)} |" if data["gpus"] else "")
         )
     if data["failed"]:
         lines += ["", "## Failed", ""]
@@ -218,6 +231,6 @@ def html(data: dict[str, Any], reports: list[TaskReport], images: dict[str, str]
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters.update(ms=_ms, speed=_speed, rel=_rel)
-    env.globals["pct"] = _pct
+    env.globals.update(pct=_pct, times=times)
     source = resources.files("kernelwright.agent.doors").joinpath("templates/batch_report.html.j2")
     return env.from_string(source.read_text()).render(data=data, reports=reports, images=images)

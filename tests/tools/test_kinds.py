@@ -211,7 +211,7 @@ def _kind_isinstances(path: Path) -> list[int]:
 
 def _package_files() -> list[Path]:
     files = []
-    for package in ("tools", "memory", "evals"):
+    for package in ("tools", "memory", "evals", "agent"):
         for path in sorted((ROOT / package).rglob("*.py")):
             if "cases" not in path.relative_to(ROOT).parts:  # adversarial cases: tasks
                 files.append(path)
