@@ -134,9 +134,7 @@ def optimize(
             saver = SqliteSaver(
                 conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
             )
-            # each step's checkpoint written before the next step starts: a run killed
-            # mid-step (a dead batch worker, SIGKILL) resumes exactly where it was
-            output = build(saver).invoke(start, config, context=context, durability="sync")
+            output = build(saver).invoke(start, config, context=context)
     finally:
         if own_gpu:
             gpu.close()
