@@ -134,7 +134,9 @@ def optimize(
             saver = SqliteSaver(
                 conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
             )
-            output = build(saver).invoke(start, config, context=context)
+            # each step's checkpoint written before the next step starts: a run killed
+            # mid-step (a dead batch worker, SIGKILL) resumes exactly where it was
+            output = build(saver).invoke(start, config, context=context, durability="sync")
     finally:
         if own_gpu:
             gpu.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -381,6 +382,10 @@ def _files(task: Task) -> tuple[Path, Path]:
 
 def run(machine: jobs.Machine, task: Path | None, history: Path) -> None:
     """The session: read lines (prompt-toolkit with history on a terminal), act, repeat."""
+    # Ctrl-C stops a run, whatever this process was started with: a program launched from a
+    # background job (`... &`, some IDEs and test runners) inherits SIGINT ignored, and
+    # prompt-toolkit puts back what it found after each line read
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     out = Console(highlight=False, soft_wrap=True)
     read, confirm = _reader(history)
     session = ChatSession(machine, out, confirm)

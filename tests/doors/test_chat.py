@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -98,6 +99,9 @@ class Terminal:
             dimensions=(50, 220),
             encoding="utf-8",
             timeout=timeout,
+            # started as from a background job, which ignores SIGINT: Ctrl-C must stop a run
+            # all the same (the session takes it back), and tests launched with `&` see it
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         )
         self.child.logfile_read = self.raw
         self.prompt = prompt
