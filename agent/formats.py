@@ -28,6 +28,12 @@ def clip(text: str, width: int, *, cell: bool = False) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def first_line(text: str) -> str:
+    """The first line of `text`, its runs of spaces squeezed; "failed" for no text: a failure's
+    reason, as a batch or an eval records it."""
+    return " ".join(text.strip().splitlines()[0].split()) if text.strip() else "failed"
+
+
 def one_line(text: str) -> str:
     """Text that stays on one line however a terminal reads it: line breaks and other
     characters that are not printable (in a path a user typed, say) are written as escapes."""

@@ -94,6 +94,14 @@ class RunDir:
         elif sidecar.exists():
             sidecar.unlink()
 
+    def stop_reason(self) -> str:
+        """Why a finished run stopped, as its summary says ("" if it does not)."""
+        summary = self.path / "summary.md"
+        for line in summary.read_text().splitlines() if summary.is_file() else []:
+            if line.startswith("- stopped: "):
+                return line.removeprefix("- stopped: ")
+        return ""
+
     def write_summary(self, text: str) -> None:
         (self.path / "summary.md").write_text(text)
 
@@ -106,3 +114,22 @@ def _launch_toml(launch: dict[str, Any]) -> str:
     if launch.get("shared_mem_bytes") not in (None, "", 0, "0"):
         lines.append(f"shared_mem_bytes = {json.dumps(str(launch['shared_mem_bytes']))}")
     return "\n".join(lines) + "\n"
+
+
+def newest_runs(runs: Path) -> tuple[RunDir | None, RunDir | None]:
+    """In a folder of one task's runs: the newest unfinished run (with checkpoints, what a
+    resume continues) and the newest finished one."""
+    if not runs.is_dir():
+        return None, None
+    dirs = sorted((p for p in runs.iterdir() if (p / "run.json").is_file()), reverse=True)
+    dirs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    found = [RunDir(p) for p in dirs]
+    unfinished = next((r for r in found if r.checkpoints.is_file() and not r.finished), None)
+    finished = next((r for r in found if r.finished), None)
+    return unfinished, finished
+
+
+def attempts_so_far(runs: Path) -> int:
+    """The attempts the unfinished run in `runs` (the one a resume continues) already made."""
+    unfinished, _ = newest_runs(runs)
+    return len(unfinished.attempts()) if unfinished else 0

@@ -29,8 +29,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from kernelwright.agent.formats import first_line
 from kernelwright.agent.llm import ChatModel
-from kernelwright.agent.rundir import RunDir
+from kernelwright.agent.rundir import attempts_so_far, newest_runs
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend, RecordingGpu, candidate_key
 from kernelwright.tools.errors import KernelwrightError
@@ -231,11 +232,6 @@ class Outcome:
     run_dir: str = ""
 
 
-def one_line(text: str) -> str:
-    """The first line of `text`, its runs of spaces squeezed; "failed" for no text."""
-    return " ".join(text.strip().splitlines()[0].split()) if text.strip() else "failed"
-
-
 def run_eval(
     state: KbState,
     out: Path,
@@ -263,8 +259,7 @@ def run_eval(
 
 
 def attempts_done(out: Path, problem: ProblemResult) -> int:
-    unfinished, _ = _runs(out / "runs" / problem.slug)
-    return len(unfinished.attempts()) if unfinished else 0
+    return attempts_so_far(out / "runs" / problem.slug)
 
 
 def evaluate(
@@ -282,9 +277,9 @@ def evaluate(
     try:
         _evaluate(problem, state, out, settings, tools, ui)
     except KernelwrightError as exc:
-        problem.status, problem.reason = "failed", one_line(str(exc))
+        problem.status, problem.reason = "failed", first_line(str(exc))
     except Exception as exc:  # a bug or a broken tool must not stop the run either
-        problem.status, problem.reason = "failed", one_line(f"{type(exc).__name__}: {exc}")
+        problem.status, problem.reason = "failed", first_line(f"{type(exc).__name__}: {exc}")
     finally:
         problem.wall_s += time.monotonic() - start
     if problem.device and not state.device:
@@ -331,10 +326,10 @@ def _baselines(
     try:
         return tools.baselines.time(task)
     except NeedsGpu as exc:
-        tools.baselines_missing = p.compile_note = one_line(str(exc))
+        tools.baselines_missing = p.compile_note = first_line(str(exc))
         ui.note(tools.baselines_missing)
     except Exception as exc:  # the baseline's failure is not the problem's
-        p.compile_note = one_line(str(exc))
+        p.compile_note = first_line(str(exc))
     return None
 
 
@@ -353,9 +348,9 @@ def _loop(
         raise KernelwrightError("a loop run needs a model (or give --candidates to replay)")
     runs = out / "runs" / p.slug
     runs.mkdir(parents=True, exist_ok=True)
-    unfinished, finished = _runs(runs)
+    unfinished, finished = newest_runs(runs)
     if finished is not None and unfinished is None:  # its loop ended before a kill
-        run, stop = finished, _stopped(finished)
+        run, stop = finished, finished.stop_reason()
     else:
         output, run = optimize(
             p.path,
@@ -422,11 +417,11 @@ def _replay(
         try:
             candidate = load_kernelbench_candidate(path)
         except KernelwrightError as exc:  # not Python, or no ModelNew: KernelBench's compile error
-            outcome.verdict, outcome.reason = "compile_error", one_line(str(exc))
+            outcome.verdict, outcome.reason = "compile_error", first_line(str(exc))
         else:
             outcome.source = candidate.source
             outcome.final = report = gpu.check(task, candidate)
-            outcome.verdict, outcome.reason = report.verdict, one_line(report.reason)
+            outcome.verdict, outcome.reason = report.verdict, first_line(report.reason)
             if report.ok and report.timing is not None:
                 outcome.speedup = report.timing.speedup
                 outcome.speedup_iqr = report.timing.speedup_iqr
@@ -458,7 +453,7 @@ def _settle(
             return
         p.status = "failed"
         p.verdict = outcome.verdict or original.verdict
-        p.reason = f"the problem's own Model fails its check: {one_line(original.reason)}"
+        p.reason = f"the problem's own Model fails its check: {first_line(original.reason)}"
         return
     if outcome.source:
         kernels = out / "kernelbench" / "runs" / kb_format.run_name(p.level)
@@ -500,11 +495,11 @@ def _retime(
     try:
         retimed = tools.retimer.retime(task, candidate)
     except NeedsGpu as exc:
-        tools.retimer_missing = p.kb_note = one_line(str(exc))
+        tools.retimer_missing = p.kb_note = first_line(str(exc))
         ui.note(tools.retimer_missing)
         return
     except Exception as exc:  # the re-timing's failure is not the problem's
-        p.kb_note = one_line(str(exc))
+        p.kb_note = first_line(str(exc))
         return
     p.kb_speedup = retimed.speedup
     p.kb_differs = differs(p.speedup_eager, retimed.speedup)
@@ -586,26 +581,6 @@ def read_checks(path: Path) -> dict[str, CheckReport]:
         if row.get("kind") == "check":
             out[row["key"]] = CheckReport.model_validate(row["value"])
     return out
-
-
-def _runs(runs: Path) -> tuple[RunDir | None, RunDir | None]:
-    """The newest unfinished run (with checkpoints) and the newest finished one in runs/."""
-    if not runs.is_dir():
-        return None, None
-    dirs = sorted((p for p in runs.iterdir() if (p / "run.json").is_file()), reverse=True)
-    dirs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    runs_ = [RunDir(p) for p in dirs]
-    unfinished = next((r for r in runs_ if r.checkpoints.is_file() and not r.finished), None)
-    finished = next((r for r in runs_ if r.finished), None)
-    return unfinished, finished
-
-
-def _stopped(run: RunDir) -> str:
-    summary = run.path / "summary.md"
-    for line in summary.read_text().splitlines() if summary.is_file() else []:
-        if line.startswith("- stopped: "):
-            return line.removeprefix("- stopped: ")
-    return ""
 
 
 def result_row(p: ProblemResult) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from kernelwright.agent.formats import first_line
 from kernelwright.agent.llm import ChatModel
-from kernelwright.agent.rundir import RunDir
+from kernelwright.agent.rundir import attempts_so_far, newest_runs
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend, RecordingGpu
 from kernelwright.tools.errors import KernelwrightError
@@ -193,8 +194,7 @@ def run_batch(
 
 def attempts_done(out: Path, task: TaskState) -> int:
     """The attempts the task's unfinished run (the one a resume continues) already made."""
-    unfinished, _ = _runs(out / "runs" / task.slug)
-    return len(unfinished.attempts()) if unfinished else 0
+    return attempts_so_far(out / "runs" / task.slug)
 
 
 def run_one(
@@ -216,11 +216,11 @@ def run_one(
     from kernelwright.agent.optimize import optimize
 
     runs = out / "runs" / task.slug
-    unfinished, finished = _runs(runs)
+    unfinished, finished = newest_runs(runs)
     start = time.monotonic()
     try:
         if finished is not None and unfinished is None:  # its loop ended before the kill
-            run, task.stop_reason = finished, _stopped(finished)
+            run, task.stop_reason = finished, finished.stop_reason()
         else:
             output, run = optimize(
                 task.path,
@@ -244,34 +244,8 @@ def run_one(
     except passthrough:
         raise
     except KernelwrightError as exc:
-        task.status, task.reason = "failed", one_line(str(exc))
+        task.status, task.reason = "failed", first_line(str(exc))
     except Exception as exc:  # a bug or a broken tool must not stop the batch either
-        task.status, task.reason = "failed", one_line(f"{type(exc).__name__}: {exc}")
+        task.status, task.reason = "failed", first_line(f"{type(exc).__name__}: {exc}")
     finally:
         task.wall_s += time.monotonic() - start
-
-
-def _runs(runs: Path) -> tuple[RunDir | None, RunDir | None]:
-    """The newest unfinished run (with checkpoints) and the newest finished one in runs/."""
-    if not runs.is_dir():
-        return None, None
-    dirs = sorted((p for p in runs.iterdir() if (p / "run.json").is_file()), reverse=True)
-    dirs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    unfinished = next(
-        (RunDir(p) for p in dirs if RunDir(p).checkpoints.is_file() and not RunDir(p).finished),
-        None,
-    )
-    finished = next((RunDir(p) for p in dirs if RunDir(p).finished), None)
-    return unfinished, finished
-
-
-def _stopped(run: RunDir) -> str:
-    for line in (run.path / "summary.md").read_text().splitlines():
-        if line.startswith("- stopped: "):
-            return line.removeprefix("- stopped: ")
-    return ""
-
-
-def one_line(text: str) -> str:
-    """The first line of `text`, its runs of spaces squeezed; "failed" for no text."""
-    return " ".join(text.strip().splitlines()[0].split()) if text.strip() else "failed"

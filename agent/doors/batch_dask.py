@@ -36,11 +36,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelwright.agent.formats import first_line
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.errors import KernelwrightError, NoGpuError
 from kernelwright.tools.results import Attempt
 
-from .batch import BatchProgress, attempts_done, one_line
+from .batch import BatchProgress, attempts_done
 from .batch_records import BatchState, TaskState
 from .batch_report import write_task_json
 from .batch_worker import Job, Outcome, WorkerParts, run_job, sees
@@ -226,7 +227,7 @@ def _local(slots: list[GpuSlot], retries: int) -> Iterator[tuple[Client, Callabl
             workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL, name="kernelwright"
         )
     except (OSError, RuntimeError, TimeoutError) as exc:
-        raise BatchSetupError(f"could not start a worker per GPU: {one_line(str(exc))}") from None
+        raise BatchSetupError(f"could not start a worker per GPU: {first_line(str(exc))}") from None
     with cluster, Client(cluster) as client:
         yield client, partial(cluster.sync, _stop, list(cluster.workers.values()))
 
@@ -247,7 +248,7 @@ def _remote(address: str) -> Iterator[Client]:
     except (OSError, TimeoutError, ValueError) as exc:
         raise BatchSetupError(
             f"--scheduler {address}: no Dask scheduler answers there "
-            f"({one_line(str(exc) or type(exc).__name__)}); start one with `dask scheduler`"
+            f"({first_line(str(exc) or type(exc).__name__)}); start one with `dask scheduler`"
         ) from None
     with client:
         yield client
@@ -273,7 +274,7 @@ def _check_workers(client: Client, root: Path, out: Path) -> None:
         if isinstance(answer, BaseException):
             raise BatchSetupError(
                 f"worker {address} cannot run the batch ({type(answer).__name__}: "
-                f"{one_line(str(answer))}): install kernelwright there"
+                f"{first_line(str(answer))}): install kernelwright there"
             )
         if answer:
             raise BatchSetupError(
@@ -340,7 +341,7 @@ def _chroma(path: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
             server.kill()
             last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
             raise BatchSetupError(
-                f"the memory server (chroma run --path {path}) did not start: {one_line(last)}"
+                f"the memory server (chroma run --path {path}) did not start: {first_line(last)}"
             )
         time.sleep(0.1)  # waiting for a process to listen: nothing to wait on but the port
 
@@ -497,7 +498,7 @@ class Coordinator:
                 f"{where}), so it was not run again: a crash outside the sandbox, or the host's "
                 "memory ran out (see the worker's log)"
             )
-        return one_line(f"{type(exc).__name__}: {exc}")
+        return first_line(f"{type(exc).__name__}: {exc}")
 
     def _lose(self, index: int, task: TaskState, outcome: Outcome) -> None:
         """The task's GPU was found lost: retire its worker, and run the task on another GPU

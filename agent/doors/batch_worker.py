@@ -26,6 +26,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+from kernelwright.agent.formats import first_line
 from kernelwright.agent.llm import ChatModel
 from kernelwright.agent.settings import Settings, load
 from kernelwright.tools.backend import GpuBackend
@@ -33,7 +34,7 @@ from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt, CheckReport, ProfileResult, SanitizeResult
 from kernelwright.tools.task import Candidate, Task
 
-from .batch import one_line, run_one
+from .batch import run_one
 from .batch_records import BatchState, Status, TaskState
 
 # Verdicts after which the GPU itself may be at fault, not (only) the candidate.
@@ -117,7 +118,7 @@ def run_job(job: Job) -> Outcome:
             model = job.parts.model(settings, task) if job.parts.model else _model(settings)
             arch = job.parts.arch or _arch(visible)
         except KernelwrightError as exc:
-            return outcome("failed", one_line(str(exc)))
+            return outcome("failed", first_line(str(exc)))
         gpu = job.parts.gpu(settings) if job.parts.gpu else _local_gpu(settings)
         health = partial(job.parts.health or gpu_health, visible)
         before = task.wall_s
@@ -226,7 +227,7 @@ class HealthChecked:
     def _lost_after(self, what: str) -> None:
         why = self.health()
         if why:
-            raise GpuLost(f"{why} (after a check: {one_line(what)})")
+            raise GpuLost(f"{why} (after a check: {first_line(what)})")
 
     def profile(self, task: Task, candidate: Candidate) -> ProfileResult:
         return self.inner.profile(task, candidate)
@@ -257,7 +258,7 @@ def gpu_health(visible: str, timeout_s: float = HEALTH_TIMEOUT_S) -> str:
             n.nvmlDeviceGetMemoryInfo(h)
             n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)
     except Exception as exc:  # NVMLError_GpuIsLost, NoGpuError, ...
-        return f"NVML no longer reaches the GPU ({one_line(str(exc) or type(exc).__name__)})"
+        return f"NVML no longer reaches the GPU ({first_line(str(exc) or type(exc).__name__)})"
     try:
         proc = subprocess.run(
             [sys.executable, "-c", TRIVIAL_KERNEL],
@@ -269,7 +270,7 @@ def gpu_health(visible: str, timeout_s: float = HEALTH_TIMEOUT_S) -> str:
         return f"a trivial kernel did not finish in {timeout_s:.0f} s"
     if proc.returncode != 0:
         last = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return f"a trivial kernel failed on it ({one_line(last[0])})"
+        return f"a trivial kernel failed on it ({first_line(last[0])})"
     return ""
 
 
