@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kernelwright.agent.doors.flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
-from kernelwright.agent.formats import attempt_text
+from kernelwright.agent.formats import attempt_text, error_line
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt
 
@@ -108,7 +108,7 @@ def batch(
 
 
 def _error(message: str) -> int:
-    err.print("[red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    err.print(error_line(message), highlight=False, soft_wrap=True)
     return 2
 
 

@@ -278,7 +278,7 @@ def kernelbench(
 
 
 def _kb_error(message: str) -> int:
-    err.print("[red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    err.print(error_line(message), highlight=False, soft_wrap=True)
     return 2
 
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kernelwright.agent.formats import error_line
 from kernelwright.tools.errors import KernelwrightError
 
 import_app = typer.Typer(
@@ -30,7 +31,7 @@ err = Console(stderr=True)
 
 
 def _fail(exc: KernelwrightError) -> typer.Exit:
-    err.print("[red]error:[/] " + escape(str(exc)), highlight=False, soft_wrap=True)
+    err.print(error_line(str(exc)), highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 
