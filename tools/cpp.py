@@ -33,8 +33,10 @@ from .spec import (
     _check_expr,
     _init,
     _read_toml,
-    _sizes,
     parse_launch,
+    parse_roofline,
+    parse_sizes,
+    parse_tolerance,
 )
 
 CppKind = Literal["vector", "array", "pointer", "scalar"]
@@ -714,29 +716,7 @@ def _sizes_of(
     for key in raw:
         if key not in ("bench", "checks", "multiple_of"):
             raise _fail(spec_path, f"sizes.{key}", "unknown field (bench, checks, multiple_of)")
-    bench = _sizes(spec_path, "sizes.bench", raw.get("bench"), None)
-    checks_raw = raw.get("checks")
-    if not isinstance(checks_raw, list) or not checks_raw:
-        raise _fail(
-            spec_path, "sizes.checks", "give at least one extra size to check, e.g. [{ N = 1000 }]"
-        )
-    checks = tuple(
-        _sizes(spec_path, f"sizes.checks[{i}]", c, set(bench)) for i, c in enumerate(checks_raw)
-    )
-    multiple_of: dict[str, int] = {}
-    if raw.get("multiple_of"):
-        multiple_of = _sizes(spec_path, "sizes.multiple_of", raw["multiple_of"], None)
-        for key, m in multiple_of.items():
-            if key not in bench:
-                raise _fail(spec_path, f"sizes.multiple_of.{key}", "not a size in sizes.bench")
-            for i, s in enumerate((bench, *checks)):
-                if s[key] % m:
-                    raise _fail(
-                        spec_path,
-                        "sizes",
-                        f"size set {i} has {key}={s[key]}, not a multiple of {m}",
-                    )
-    return bench, checks, multiple_of
+    return parse_sizes(spec_path, raw)
 
 
 def load_cpp_task(spec_path: Path) -> CppTask:
@@ -788,31 +768,8 @@ def load_cpp_task(spec_path: Path) -> CppTask:
             f"{function}() returns nothing and no argument is out or inout: nothing to check",
         )
     launch = parse_launch(spec_path, raw.get("launch"), known)
-    tol = raw.get("tolerance", {})
-    if not isinstance(tol, dict):
-        raise _fail(spec_path, "tolerance", "expected a table: atol, rtol")
-    for key, value in tol.items():
-        if (
-            key not in ("atol", "rtol")
-            or isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value < 0
-        ):
-            raise _fail(
-                spec_path, f"tolerance.{key}", "expected atol or rtol, a non-negative number"
-            )
-    roof = raw.get("roofline", {})
-    if not isinstance(roof, dict):
-        raise _fail(spec_path, "roofline", "expected a table: bytes, flops")
-    for key in roof:
-        if key not in ("bytes", "flops"):
-            raise _fail(spec_path, f"roofline.{key}", "unknown field (bytes, flops)")
-    rbytes = (
-        _check_expr(spec_path, "roofline.bytes", roof["bytes"], known) if "bytes" in roof else ""
-    )
-    rflops = (
-        _check_expr(spec_path, "roofline.flops", roof["flops"], known) if "flops" in roof else ""
-    )
+    tol = parse_tolerance(spec_path, raw.get("tolerance", {}))
+    rbytes, rflops = parse_roofline(spec_path, raw.get("roofline", {}), known)
     task = CppTask(
         name=str(raw.get("name", spec_path.stem)),
         path=str(spec_path),

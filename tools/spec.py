@@ -426,56 +426,12 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
         source = read_text(source_path)
     except OSError:
         raise _fail(spec_path, "source", f"kernel file {source_path.name} not found") from None
-    sizes_raw = raw.get("sizes")
-    if not isinstance(sizes_raw, dict):
-        raise _fail(spec_path, "sizes", "missing: give sizes.bench and sizes.checks")
-    bench = _sizes(spec_path, "sizes.bench", sizes_raw.get("bench"), None)
+    bench, checks, multiple_of = parse_sizes(spec_path, raw.get("sizes"))
     known = set(bench)
-    checks_raw = sizes_raw.get("checks")
-    if not isinstance(checks_raw, list) or not checks_raw:
-        raise _fail(
-            spec_path, "sizes.checks", "give at least one extra size to check, e.g. [{ N = 1000 }]"
-        )
-    checks = tuple(
-        _sizes(spec_path, f"sizes.checks[{i}]", c, known) for i, c in enumerate(checks_raw)
-    )
-    multiple_of = {}
-    if "multiple_of" in sizes_raw:
-        mo = sizes_raw["multiple_of"]
-        multiple_of = _sizes(spec_path, "sizes.multiple_of", mo, None) if mo else {}
-        for key, m in multiple_of.items():
-            if key not in known:
-                raise _fail(spec_path, f"sizes.multiple_of.{key}", "not a size in sizes.bench")
-            for i, s in enumerate((bench, *checks)):
-                if s[key] % m:
-                    raise _fail(
-                        spec_path,
-                        "sizes",
-                        f"size set {i} has {key}={s[key]}, not a multiple of {m}",
-                    )
     args = _args(spec_path, raw.get("args"), known)
     launch = parse_launch(spec_path, raw.get("launch"), known)
-    tol = raw.get("tolerance", {})
-    for key, value in tol.items():
-        if (
-            key not in ("atol", "rtol")
-            or isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value < 0
-        ):
-            raise _fail(
-                spec_path, f"tolerance.{key}", "expected atol or rtol, a non-negative number"
-            )
-    roof = raw.get("roofline", {})
-    for key in roof:
-        if key not in ("bytes", "flops"):
-            raise _fail(spec_path, f"roofline.{key}", "unknown field (bytes, flops)")
-    rbytes = (
-        _check_expr(spec_path, "roofline.bytes", roof["bytes"], known) if "bytes" in roof else ""
-    )
-    rflops = (
-        _check_expr(spec_path, "roofline.flops", roof["flops"], known) if "flops" in roof else ""
-    )
+    tol = parse_tolerance(spec_path, raw.get("tolerance", {}))
+    rbytes, rflops = parse_roofline(spec_path, raw.get("roofline", {}), known)
     reference = _reference(spec_path, raw.get("reference", {}))
     check_signature(source_path, source, entry, args, spec_path)
     task = CudaTask(
@@ -513,6 +469,68 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
         except expr.ExprError as exc:
             raise _fail(spec_path, "launch", f"at size set {i}: {exc}") from None
     return task
+
+
+def parse_sizes(
+    spec_path: Path, raw: Any
+) -> tuple[dict[str, int], tuple[dict[str, int], ...], dict[str, int]]:
+    """A task's [sizes]: bench, checks (at least one) and multiple_of (which every set keeps)."""
+    if not isinstance(raw, dict):
+        raise _fail(spec_path, "sizes", "missing: give sizes.bench and sizes.checks")
+    bench = _sizes(spec_path, "sizes.bench", raw.get("bench"), None)
+    known = set(bench)
+    checks_raw = raw.get("checks")
+    if not isinstance(checks_raw, list) or not checks_raw:
+        raise _fail(
+            spec_path, "sizes.checks", "give at least one extra size to check, e.g. [{ N = 1000 }]"
+        )
+    checks = tuple(
+        _sizes(spec_path, f"sizes.checks[{i}]", c, known) for i, c in enumerate(checks_raw)
+    )
+    multiple_of: dict[str, int] = {}
+    if "multiple_of" in raw:
+        mo = raw["multiple_of"]
+        multiple_of = _sizes(spec_path, "sizes.multiple_of", mo, None) if mo else {}
+        for key, m in multiple_of.items():
+            if key not in known:
+                raise _fail(spec_path, f"sizes.multiple_of.{key}", "not a size in sizes.bench")
+            for i, s in enumerate((bench, *checks)):
+                if s[key] % m:
+                    raise _fail(
+                        spec_path,
+                        "sizes",
+                        f"size set {i} has {key}={s[key]}, not a multiple of {m}",
+                    )
+    return bench, checks, multiple_of
+
+
+def parse_tolerance(spec_path: Path, raw: Any) -> dict[str, float]:
+    """A task's [tolerance]: atol and rtol, non-negative numbers, both optional."""
+    if not isinstance(raw, dict):
+        raise _fail(spec_path, "tolerance", "expected a table: atol, rtol")
+    for key, value in raw.items():
+        if (
+            key not in ("atol", "rtol")
+            or isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value < 0
+        ):
+            raise _fail(
+                spec_path, f"tolerance.{key}", "expected atol or rtol, a non-negative number"
+            )
+    return dict(raw)
+
+
+def parse_roofline(spec_path: Path, raw: Any, known: set[str]) -> tuple[str, str]:
+    """A task's [roofline]: bytes and flops, expressions over the sizes ("" where not given)."""
+    if not isinstance(raw, dict):
+        raise _fail(spec_path, "roofline", "expected a table: bytes, flops")
+    for key in raw:
+        if key not in ("bytes", "flops"):
+            raise _fail(spec_path, f"roofline.{key}", "unknown field (bytes, flops)")
+    rbytes = _check_expr(spec_path, "roofline.bytes", raw["bytes"], known) if "bytes" in raw else ""
+    rflops = _check_expr(spec_path, "roofline.flops", raw["flops"], known) if "flops" in raw else ""
+    return rbytes, rflops
 
 
 def _reference(spec_path: Path, raw: Any) -> str:
