@@ -13,9 +13,9 @@ from pathlib import Path
 
 from kernelwright.tools import tune as space_of
 from kernelwright.tools.backend import GpuBackend
-from kernelwright.tools.compile import compile_in_sandbox
+from kernelwright.tools.builds import BuildCache, cached_build
 from kernelwright.tools.errors import KernelwrightError
-from kernelwright.tools.results import CheckReport
+from kernelwright.tools.results import CheckReport, CompileResult
 from kernelwright.tools.spec import CompileOptions, CudaCandidate, CudaTask
 
 
@@ -59,6 +59,7 @@ def tune(
     max_seconds: float = 180.0,
     numerics: bool = False,
     progress: Callable[[str], None] | None = None,
+    builds: BuildCache | None = None,
 ) -> Tuning:
     """Tune `candidate` (its own options are where the search starts; they stay if nothing
     beats them). `numerics`: also try approximations (fast math, flush-to-zero, approximate
@@ -75,10 +76,10 @@ def tune(
         c for c in space_of.space(candidate.source, numerics=numerics) if c != candidate.options
     ]
 
-    def build(config: CompileOptions) -> tuple:
-        return compile_in_sandbox(
-            candidate.source, task.entry, arch, backend, flags=config.flags(backend)
-        )
+    def build(config: CompileOptions) -> tuple[CompileResult, bytes | None]:
+        # into the cache the verifier reads: a configuration's check does not build it again
+        flags = config.flags(backend)
+        return cached_build(builds, candidate.source, task.entry, arch, backend, flags)
 
     say(f"building {len(configs)} configurations to drop those that change nothing")
     # the start first: a configuration that builds the code it already has is never checked

@@ -23,6 +23,7 @@ from kernelwright.agent.options import local_gpu
 from kernelwright.agent.settings import load
 from kernelwright.agent.tune import tune
 from kernelwright.tools import nvml
+from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 from kernelwright.tools.tune import describe
@@ -54,6 +55,7 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
                     budget=budget,
                     max_seconds=minutes * 60,
                     numerics=numerics,
+                    builds=BuildCache(settings.builds_dir),
                     progress=lambda m, n=name, k=label: print(f"  {n} {k}: {m}", flush=True),
                 )
                 rows.append(

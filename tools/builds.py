@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from . import compile as compile_mod
@@ -111,3 +112,28 @@ class BuildCache:
     def _paths(self, key: str) -> tuple[Path, Path]:
         base = self.root / key[:2] / key
         return base.with_suffix(".json"), base.with_suffix(".cubin")
+
+
+Compiler = Callable[..., tuple[CompileResult, bytes | None]]
+
+
+def cached_build(
+    builds: BuildCache | None,
+    source: str,
+    entry: str,
+    arch: str,
+    backend: str,
+    flags: tuple[str, ...] = (),
+    compiler: Compiler | None = None,
+) -> tuple[CompileResult, bytes | None]:
+    """A build from the cache, else from the compile worker (`compiler`, by default
+    compile.compile_in_sandbox) and then kept: the controller's builds (the loop's compile
+    node, tune) land where the verifier looks, so a check never builds the same thing again."""
+    key, hit = builds.find(source, entry, arch, backend, flags) if builds else (None, None)
+    if hit:
+        return hit
+    build = compiler or compile_mod.compile_in_sandbox
+    result, cubin = build(source, entry, arch, backend, flags=flags)
+    if builds and key and cubin:
+        builds.put(key, result, cubin)
+    return result, cubin

@@ -15,6 +15,7 @@ from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import ChatModel, Message, ScriptedLLM, make_model
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend
+from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt, CheckReport, ProfileResult
 from kernelwright.tools.task import (
@@ -388,6 +389,7 @@ def tune(
         max_seconds=max_seconds,
         numerics=numerics,
         progress=progress,
+        builds=BuildCache(machine.settings.builds_dir),
     )
 
 

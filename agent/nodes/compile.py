@@ -16,6 +16,7 @@ from kernelwright.agent.context import LoopContext
 from kernelwright.agent.nodes.common import as_candidate, stopwatch
 from kernelwright.agent.replies import Proposal
 from kernelwright.agent.state import LoopState
+from kernelwright.tools.builds import cached_build
 from kernelwright.tools.compile import compile_in_sandbox
 from kernelwright.tools.errors import TaskError
 from kernelwright.tools.kernelbench import KernelBenchTask
@@ -62,14 +63,8 @@ def _kernelbench(ctx: LoopContext, task: KernelBenchTask, proposal: Proposal) ->
 def _build(ctx: LoopContext, source: str, entry: str) -> CompileResult:
     """The compile worker's build, kept in the build cache the verifier reads (same source,
     arch and compiler: the check does not build it again)."""
-    builds = ctx.builds
-    key, hit = builds.find(source, entry, ctx.arch, ctx.compile_backend) if builds else (None, None)
-    if hit:
-        return hit[0]
-    result, cubin = compile_in_sandbox(source, entry, ctx.arch, ctx.compile_backend)
-    if builds and key and cubin:
-        builds.put(key, result, cubin)
-    return result
+    arch, backend = ctx.arch, ctx.compile_backend
+    return cached_build(ctx.builds, source, entry, arch, backend, compiler=compile_in_sandbox)[0]
 
 
 def check_model_new(source: str, problem: str) -> CompileResult:

@@ -204,3 +204,21 @@ def test_the_command(
     problem = EXAMPLES / "kernelbench" / "relu_mlp.py"
     refused = CliRunner().invoke(app, ["tune", str(problem)], env=env)
     assert "tune searches a CUDA kernel's compile options" in str(refused.exception)
+
+
+def test_the_builds_land_where_the_verifier_looks(gelu: Any, nvrtc: None, tmp_path: Path) -> None:
+    from kernelwright.tools.builds import BuildCache
+
+    task, cand = gelu
+    gpu = _replay(task, cand, {CompileOptions(): _timed(task, 1.0)})
+    for v in (1, 2, 8, 16):
+        config = CompileOptions(defines=(("TILE", v),))
+        gpu.add(task, cand.model_copy(update={"options": config}), _timed(task, 0.9))
+    gpu.add(
+        task, cand.model_copy(update={"options": CompileOptions(ptxas_level=1)}), _timed(task, 0.9)
+    )
+    cache = BuildCache(tmp_path / "builds")
+    found = tune(task, cand, gpu, arch="sm_90", backend="nvrtc", builds=cache)
+    for t in found.tried:  # each checked configuration's build is there for its check
+        _, hit = cache.find(cand.source, task.entry, "sm_90", "nvrtc", t.config.flags("nvrtc"))
+        assert hit is not None
