@@ -77,8 +77,9 @@ def space(source: str, *, numerics: bool = False, limit: int = 4096) -> list[Com
 
 
 def machine_code(cubin: bytes) -> bytes:
-    """The kernels' code in a cubin: its .text.* sections, in order (an ELF64 file). What a
-    compiler writes beside them (its options, a build id) does not change what runs."""
+    """What runs from a cubin: its code (.text.*) and the data the code reads (constant banks,
+    initialized globals), in order (an ELF64 file). What a compiler writes beside them (its
+    options, line tables, a build id) does not change what runs."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
         return cubin
     shoff = struct.unpack_from("<Q", cubin, 0x28)[0]
@@ -95,7 +96,7 @@ def machine_code(cubin: bytes) -> bytes:
     for i in range(shnum):
         name_at, offset, size = section(i)
         end = cubin.index(b"\0", names_at + name_at)
-        if cubin[names_at + name_at : end].startswith(b".text."):
+        if cubin[names_at + name_at : end].startswith(RUNS):
             out.append(cubin[offset : offset + size])
     return b"".join(out) if out else cubin
 
@@ -104,6 +105,9 @@ def fingerprint(result: CompileResult, cubin: bytes) -> str:
     """What decides how a build runs: its machine code and the resources it asks for."""
     resources = (result.registers, result.shared_mem_bytes, result.spill_stores_bytes)
     return hashlib.sha256(repr(resources).encode() + machine_code(cubin)).hexdigest()
+
+
+RUNS = (b".text.", b".nv.constant", b".nv.global.init")  # the sections that decide what runs
 
 
 Build = Callable[[CompileOptions], tuple[CompileResult, bytes | None]]

@@ -222,3 +222,19 @@ def test_the_builds_land_where_the_verifier_looks(gelu: Any, nvrtc: None, tmp_pa
     for t in found.tried:  # each checked configuration's build is there for its check
         _, hit = cache.find(cand.source, task.entry, "sm_90", "nvrtc", t.config.flags("nvrtc"))
         assert hit is not None
+
+
+def test_a_knob_that_changes_only_data_is_not_dropped(nvrtc: None) -> None:
+    # SCALE reaches only an initialized table: the code is the same, what it reads is not
+    source = (
+        "#ifndef SCALE\n#define SCALE 2\n#endif\n"
+        "__device__ float table[4] = {SCALE, SCALE + 1, SCALE + 2, SCALE + 3};\n"
+        'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= table[threadIdx.x & 3]; }\n'
+    )
+
+    def build(config: CompileOptions) -> Any:
+        return compile_in_sandbox(source, "k", "sm_90", "nvrtc", flags=config.flags("nvrtc"))
+
+    configs = [CompileOptions(), CompileOptions(defines=(("SCALE", 8),))]
+    kept, dropped = space.distinct(configs, build)
+    assert kept == configs and not dropped
