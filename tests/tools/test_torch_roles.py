@@ -1,0 +1,70 @@
+"""The KernelBench workers' set-up order, without torch or a GPU: fakes stand for torch, the
+runner and the clock, and record what each worker does first."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelwright.tools import runners, timing, torch_roles
+
+
+class _Worker:
+    def __init__(self, trials: int) -> None:
+        self.job: dict[str, Any] = {
+            "trials": [{"sizes": {}, "seed": s} for s in range(trials)],
+            "device": {"l2_bytes": 1 << 20},
+        }
+        self.scratch = Path("/nonexistent")
+        self.sent: list[str] = []
+        self.clock: Any = None
+
+    def send(self, msg: dict[str, Any], arrays: Any = ()) -> None:
+        self.sent.append(msg["type"])
+
+    def serve(self, timed: Any, post: Any = None) -> None:
+        self.sent.append("serve")
+
+
+def test_the_reference_worker_makes_its_clock_before_anything_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The candidate's worker binds its clock before its code loads; the reference's made it
+    after its float64 trials, so the two set up differently and the reference read slower
+    against itself. Both now make the clock first."""
+    done: list[str] = []
+    fake_torch = types.ModuleType("torch")
+    fake_torch.no_grad = contextlib.nullcontext  # type: ignore[attr-defined]
+    fake_torch.Tensor = type("Tensor", (), {})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+
+    class Runner:
+        def __init__(self, *args: Any) -> None:
+            done.append("runner")
+
+        def inputs(self, seed: int, sizes: dict[str, int]) -> list[Any]:
+            done.append("inputs")
+            return []
+
+        def build(self, seed: int, sizes: dict[str, int], float64: bool = False) -> Any:
+            done.append("build64" if float64 else "build")
+            return lambda *xs: 0.0
+
+    def clock(l2_bytes: int) -> str:
+        done.append("clock")
+        return "the clock"
+
+    monkeypatch.setattr(runners, "TorchRunner", Runner)
+    monkeypatch.setattr(timing, "Clock", clock)
+    monkeypatch.setattr(torch_roles, "tensor_checksums", lambda xs: [])
+    monkeypatch.setattr(torch_roles, "outputs", lambda out: ([], {}))
+    w = _Worker(trials=2)
+    torch_roles.torch_reference(w)
+    assert done[0] == "clock" and done.count("clock") == 1
+    assert done.count("build64") == 2 and w.clock == "the clock"
+    assert w.sent == ["expected", "expected", "serve"]
