@@ -63,3 +63,44 @@ def test_the_generator_is_deterministic_and_draws_its_distribution(
     assert (a.get() == b.get()).all() and not (a.get() == c.get()).all()
     assert check(x)  # type: ignore[operator]
     release_guards()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "init"),
+    [
+        ("float32", "uniform"),
+        ("float64", "uniform:-100:100"),
+        ("float16", "positive"),
+        ("int32", "randint:0:10"),
+        ("int64", "uniform"),
+        ("uint8", "uniform"),
+    ],
+)
+def test_the_cpu_generator_draws_the_gpus_bits(dtype: str, init: str) -> None:
+    """A cpp task's C++ reference runs on inputs cpp_inputs makes with NumPy; the candidate on
+    the GPU gets runners.generate's. For uniform, positive and randint they are the same bits
+    (more than one generator block, so the block offset counts too)."""
+    from kernelwright.tools import cpp_inputs
+    from kernelwright.tools.runners import generate, release_guards
+    from kernelwright.tools.spec import ArgSpec
+
+    arg = ArgSpec(name="x", dtype=dtype, role="in", shape=("N",), init=init)
+    n = (1 << 20) + 4099
+    for seed in (0, 7, (1 << 64) - 3):
+        gpu = generate(arg, (n,), seed).get()
+        cpu = cpp_inputs.generate(dtype, (n,), seed, init)
+        differ = np.flatnonzero(gpu.view(np.uint8) != cpu.view(np.uint8))
+        assert differ.size == 0, (seed, differ[:5], gpu.ravel()[:3], cpu.ravel()[:3])
+    release_guards()
+
+
+def test_the_cpu_generators_normal_draws_are_the_gpus_within_an_ulp() -> None:
+    from kernelwright.tools import cpp_inputs
+    from kernelwright.tools.runners import generate, release_guards
+    from kernelwright.tools.spec import ArgSpec
+
+    arg = ArgSpec(name="x", dtype="float64", role="in", shape=("N",), init="normal")
+    gpu = generate(arg, (300_000,), 11).get()
+    cpu = cpp_inputs.generate("float64", (300_000,), 11, "normal")
+    np.testing.assert_allclose(cpu, gpu, rtol=4e-16, atol=1e-300)
+    release_guards()
