@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import queue
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -313,16 +313,20 @@ def _memory(settings: Settings, out: Path, remote: bool) -> Iterator[str]:
                 server.kill()
 
 
+_CHROMA = "import sys; from chromadb.cli.cli import app; sys.argv[0] = 'chroma'; app()"
+
+
 def _chroma(path: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    exe = Path(sys.executable).with_name("chroma")
-    command = str(exe) if exe.is_file() else shutil.which("chroma")
-    if command is None:
-        raise BatchSetupError("`chroma` (chromadb's server) is not installed beside kernelwright")
+    # chromadb's own command-line app, run by this Python: its `chroma` script is not always
+    # on PATH or beside the interpreter (a --target or --user install puts it elsewhere).
+    if importlib.util.find_spec("chromadb.cli.cli") is None:
+        raise BatchSetupError("chromadb's server (chromadb.cli) is not installed with kernelwright")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     path.mkdir(parents=True, exist_ok=True)
-    args = [command, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)]
+    args = [sys.executable, "-c", _CHROMA, "run", "--path", str(path), "--host", "127.0.0.1"]
+    args += ["--port", str(port)]
     with open(log, "wb") as sink:  # the server keeps its own descriptor
         server = subprocess.Popen(
             args, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True

@@ -516,3 +516,28 @@ def test_the_flags_reach_the_command(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("error: --gpus abc: expected GPU numbers")
+
+
+def test_the_memory_server_starts_without_a_chroma_script_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --target or --user install leaves chromadb's `chroma` script off PATH and away from
+    the interpreter (the GPU machine's did: `batch --gpus all` ended in an error after both
+    tasks had finished). The server is chromadb's own app, run by this Python."""
+    import sys
+
+    import httpx
+
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    python = bare / "python3"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(bare))
+    server, url = batch_dask._chroma(tmp_path / "memory", tmp_path / "server.log")
+    try:
+        assert httpx.get(f"{url}/api/v2/heartbeat", timeout=5.0).status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
