@@ -94,13 +94,21 @@ def test_the_cpu_generator_draws_the_gpus_bits(dtype: str, init: str) -> None:
     release_guards()
 
 
-def test_the_cpu_generators_normal_draws_are_the_gpus_within_an_ulp() -> None:
+def test_the_cpu_generators_normal_draws_are_the_gpus_within_a_few_ulps() -> None:
+    """Normal draws go through log and cospi, whose last bits differ between CUDA's math library
+    and NumPy's: a few float64 ulps apart, so float32 inputs come out the same but for the odd
+    one on a rounding edge."""
     from kernelwright.tools import cpp_inputs
     from kernelwright.tools.runners import generate, release_guards
     from kernelwright.tools.spec import ArgSpec
 
-    arg = ArgSpec(name="x", dtype="float64", role="in", shape=("N",), init="normal")
-    gpu = generate(arg, (300_000,), 11).get()
-    cpu = cpp_inputs.generate("float64", (300_000,), 11, "normal")
-    np.testing.assert_allclose(cpu, gpu, rtol=4e-16, atol=1e-300)
+    n = 300_000
+    for dtype in ("float64", "float32"):
+        arg = ArgSpec(name="x", dtype=dtype, role="in", shape=("N",), init="normal")
+        gpu = generate(arg, (n,), 11).get()
+        cpu = cpp_inputs.generate(dtype, (n,), 11, "normal")
+        if dtype == "float64":
+            np.testing.assert_allclose(cpu, gpu, rtol=1.5e-15, atol=0)
+        else:
+            assert int((cpu != gpu).sum()) <= 2
     release_guards()

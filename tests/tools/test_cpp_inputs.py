@@ -137,3 +137,14 @@ def test_the_module_reads_no_gpu(tmp_path: Path) -> None:
     """cpp_inputs needs NumPy alone: runners.py (CuPy) only for its pure `distribution`."""
     text = Path(cpp_inputs.__file__).read_text()
     assert "import cupy" not in text
+
+
+def test_cospi_is_accurate_near_its_zeros() -> None:
+    """CUDA's cospi is accurate to an ulp or two everywhere; cos(pi * x) is not near the zeros,
+    where the rounding of pi * x dominates (normal inputs were 6e-11 off the GPU's there)."""
+    from kernelwright.tools.cpp_inputs import cospi
+
+    x = np.array([0.0, 0.25, 0.5, 1.0, 1.5, 0.5 - 2.0**-40, 1.5 + 2.0**-45])
+    tiny = np.pi * 2.0**-40, np.pi * 2.0**-45  # sin(t) = t (1 - t^2 / 6): t itself, here
+    want = np.array([1.0, np.sqrt(0.5), 0.0, -1.0, 0.0, tiny[0], tiny[1]])
+    np.testing.assert_allclose(cospi(x), want, rtol=3e-16, atol=0)
