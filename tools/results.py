@@ -84,8 +84,9 @@ class TimingResult(Result):
     # per call, how much longer the candidate's worker kept the controller waiting than its
     # samples explain, beyond the reference's worker (verdicts.py)
     unexplained_us: float | None = None
-    # the same, batch pair by batch pair: its 10th, 25th, 50th, 75th and 90th percentiles (how
-    # much the median leaves out; for calibrating the allowance)
+    # the same, round by round: its 10th, 25th, 50th, 75th and 90th percentiles (how much the
+    # median leaves out; on an H100, honest KernelBench candidates' spread about -160 to +170
+    # us a call, 10th to 90th: far too wide for a bound on any one round)
     unexplained_spread_us: tuple[float, ...] = ()
     charged_us: float = 0.0  # added to the candidate's samples (KernelBench only)
     clocks_before: ClockSample | None = None

@@ -196,21 +196,22 @@ def host_clock_problem(event_ms: Sequence[float], host_ms: Sequence[float]) -> s
 
 
 def unexplained_us(
-    batches: Sequence[tuple[float, float, float, float, int]],
+    walls: Sequence[tuple[float, float, float, float, int]],
 ) -> float:
     """Per call, how much longer the candidate's worker kept the controller waiting than its
     own samples explain, beyond what the reference's worker took for the same harness work
-    (pure). `batches` holds, per pair of batches over the same rounds, (candidate's wall ms,
-    the sum of its samples, the reference's wall ms, the sum of its samples, rounds)."""
-    per_call = unexplained_per_batch_us(batches)
+    (pure): the median over rounds. `walls` holds, per round (the same calls in both workers),
+    (candidate's wall ms, the sum of its samples, the reference's wall ms, the sum of its
+    samples, calls)."""
+    per_call = unexplained_per_round_us(walls)
     return statistics.median(per_call) if per_call else 0.0
 
 
-def unexplained_per_batch_us(
-    batches: Sequence[tuple[float, float, float, float, int]],
+def unexplained_per_round_us(
+    walls: Sequence[tuple[float, float, float, float, int]],
 ) -> list[float]:
-    """unexplained_us for each pair of batches on its own, per call (pure)."""
-    return [((cw - cs) - (rw - rs)) / n * 1e3 for cw, cs, rw, rs, n in batches if n > 0]
+    """unexplained_us for each round on its own, per call (pure)."""
+    return [((cw - cs) - (rw - rs)) / n * 1e3 for cw, cs, rw, rs, n in walls if n > 0]
 
 
 def five_percentiles(xs: Sequence[float]) -> tuple[float, ...]:

@@ -30,7 +30,7 @@ from .timing import (
     roofline_floor_ms,
     speedup,
     summarize,
-    unexplained_per_batch_us,
+    unexplained_per_round_us,
     unexplained_us,
 )
 
@@ -124,7 +124,7 @@ def timing(
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,
-        unexplained_spread_us=five_percentiles(unexplained_per_batch_us(rounds.walls)),
+        unexplained_spread_us=five_percentiles(unexplained_per_round_us(rounds.walls)),
         charged_us=charged,
         clocks_before=before,
         clocks_after=after,

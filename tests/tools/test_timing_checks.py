@@ -8,7 +8,7 @@ import pytest
 from kernelwright.tools import verdicts
 from kernelwright.tools.schedule import Rounds
 from kernelwright.tools.task import load_task
-from kernelwright.tools.timing import five_percentiles, unexplained_per_batch_us, unexplained_us
+from kernelwright.tools.timing import five_percentiles, unexplained_per_round_us, unexplained_us
 from tests.conftest import EXAMPLES
 
 
@@ -34,7 +34,7 @@ def test_unexplained_time_is_per_call_beyond_the_references_harness() -> None:
     assert unexplained_us(_rounds(0.5, hidden_ms=-0.1).walls) == pytest.approx(-100.0)
 
 
-def test_the_spread_over_batches_shows_what_the_median_leaves_out() -> None:
+def test_the_spread_over_rounds_shows_what_the_median_leaves_out() -> None:
     """A candidate that hides time in a minority of batches moves the median little; the
     check's result says how the batches spread, so the allowance can be set from it."""
     task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
@@ -42,7 +42,7 @@ def test_the_spread_over_batches_shows_what_the_median_leaves_out() -> None:
     cw, cs, rw, rs, k = rounds.walls[0]
     for i in (2, 5, 7):  # three of ten: 0.3 ms a call kept out of the samples
         rounds.walls[i] = (cw + 0.3 * k, cs, rw, rs, k)
-    assert unexplained_per_batch_us(rounds.walls) == pytest.approx(
+    assert unexplained_per_round_us(rounds.walls) == pytest.approx(
         [300.0 if i in (2, 5, 7) else 0.0 for i in range(10)]
     )
     timing, _ = verdicts.timing(task, rounds, None, None, None)
