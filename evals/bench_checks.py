@@ -107,9 +107,11 @@ def main() -> None:
                 got = one_check(task, cand, tree, ns.timeout)
                 label = Path(task).name + (f":{Path(cand).name}" if cand else " (itself)")
                 runs.setdefault((label, name), []).append(got)
+                speed = got.get("speedup")
                 print(
                     f"[{r + 1}/{ns.repeat}] {name} {label}: {got['verdict']} "
-                    f"{got['wall_ms']:.0f} ms",
+                    f"{got['wall_ms']:.0f} ms"
+                    + (f" {speed:.3f}x" if isinstance(speed, int | float) else ""),
                     flush=True,
                 )
     rows: list[dict[str, Any]] = [
