@@ -83,9 +83,43 @@ class _Timed:
         return self.rounds.round(seed, signs)
 
 
-def torch_reference(w: Any) -> None:
+def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any]) -> None:
+    """Trial i's expected outputs, sent; as the candidate's trial_run, nothing of it outlives
+    the call (a last trial's float64 model and inputs were held through the timing)."""
     import torch
 
+    sizes, seed = trial["sizes"], trial["seed"]
+    with torch.no_grad():
+        inputs = runner.inputs(seed, sizes)
+        sums = tensor_checksums(inputs)
+        native = runner.build(seed, sizes)(*inputs)
+        _, native_meta = outputs(native)
+        precision = "PyTorch eager"
+        try:
+            model64 = runner.build(seed, sizes, float64=True)
+            ins64 = [
+                x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in inputs
+            ]
+            out = model64(*ins64)
+            precision = "PyTorch eager in float64"
+        except (RuntimeError, TypeError):
+            out = native
+        arrays, meta = outputs(out)
+    w.send(
+        {
+            "type": "expected",
+            "trial": i,
+            "checksums": sums,
+            "meta": meta,
+            "native": native_meta,
+            "reference": precision,
+        },
+        arrays,
+    )
+
+
+def torch_reference(w: Any) -> None:
     from .runners import TorchRunner
     from .timing import Clock
 
@@ -95,37 +129,8 @@ def torch_reference(w: Any) -> None:
     # first, 1.004x (an H100, eighth session).
     w.clock = Clock(w.job["device"]["l2_bytes"])
     runner = TorchRunner(str(w.scratch / PROBLEM), None, "Model")
-    with torch.no_grad():
-        for i, trial in enumerate(w.job["trials"]):
-            sizes, seed = trial["sizes"], trial["seed"]
-            inputs = runner.inputs(seed, sizes)
-            sums = tensor_checksums(inputs)
-            native = runner.build(seed, sizes)(*inputs)
-            _, native_meta = outputs(native)
-            precision = "PyTorch eager"
-            try:
-                model64 = runner.build(seed, sizes, float64=True)
-                ins64 = [
-                    x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                    for x in inputs
-                ]
-                out = model64(*ins64)
-                precision = "PyTorch eager in float64"
-            except (RuntimeError, TypeError):
-                out = native
-            arrays, meta = outputs(out)
-            del native, out
-            w.send(
-                {
-                    "type": "expected",
-                    "trial": i,
-                    "checksums": sums,
-                    "meta": meta,
-                    "native": native_meta,
-                    "reference": precision,
-                },
-                arrays,
-            )
+    for i, trial in enumerate(w.job["trials"]):
+        _expected(w, runner, i, trial)  # its models, inputs and outputs die with its frame
     w.serve(_Timed(runner, w.clock))
 
 

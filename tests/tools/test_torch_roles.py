@@ -6,12 +6,18 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
+import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernelwright.tools import runners, timing, torch_roles
+
+
+class _Model:
+    def __call__(self, *inputs: Any) -> float:
+        return 0.0
 
 
 class _Worker:
@@ -23,21 +29,25 @@ class _Worker:
         self.scratch = Path("/nonexistent")
         self.sent: list[str] = []
         self.clock: Any = None
+        self.made: list[Any] = []  # weak references to every model the trials built
+        self.alive_when_served: list[Any] = []
 
     def send(self, msg: dict[str, Any], arrays: Any = ()) -> None:
         self.sent.append(msg["type"])
 
     def serve(self, timed: Any, post: Any = None) -> None:
         self.sent.append("serve")
+        self.alive_when_served = [r for r in self.made if r() is not None]
 
 
-def test_the_reference_worker_makes_its_clock_before_anything_else(
+def test_the_reference_worker_sets_up_as_the_candidates_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The candidate's worker binds its clock before its code loads; the reference's made it
     after its float64 trials, so the two set up differently and the reference read slower
     against itself. Both now make the clock first."""
     done: list[str] = []
+    w = _Worker(trials=2)
     fake_torch = types.ModuleType("torch")
     fake_torch.no_grad = contextlib.nullcontext  # type: ignore[attr-defined]
     fake_torch.Tensor = type("Tensor", (), {})  # type: ignore[attr-defined]
@@ -53,7 +63,9 @@ def test_the_reference_worker_makes_its_clock_before_anything_else(
 
         def build(self, seed: int, sizes: dict[str, int], float64: bool = False) -> Any:
             done.append("build64" if float64 else "build")
-            return lambda *xs: 0.0
+            model = _Model()
+            w.made.append(weakref.ref(model))
+            return model
 
     def clock(l2_bytes: int) -> str:
         done.append("clock")
@@ -63,8 +75,10 @@ def test_the_reference_worker_makes_its_clock_before_anything_else(
     monkeypatch.setattr(timing, "Clock", clock)
     monkeypatch.setattr(torch_roles, "tensor_checksums", lambda xs: [])
     monkeypatch.setattr(torch_roles, "outputs", lambda out: ([], {}))
-    w = _Worker(trials=2)
     torch_roles.torch_reference(w)
     assert done[0] == "clock" and done.count("clock") == 1
     assert done.count("build64") == 2 and w.clock == "the clock"
     assert w.sent == ["expected", "expected", "serve"]
+    # nothing a trial built is held through the timing: the float64 model of a problem at its
+    # own size (and its float64 inputs) can be as large as the problem's inputs
+    assert len(w.made) == 4 and w.alive_when_served == []
