@@ -12,20 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelwright.agent import replies, replies_kernelbench
+from kernelwright.agent import kinds_cpp, replies, replies_kernelbench
+from kernelwright.agent.kernel_parts import as_candidate, profile_view
 from kernelwright.agent.llm import Message
 from kernelwright.agent.replies import Proposal, ReplyError
 from kernelwright.agent.rundir import RunDir
 from kernelwright.prompts.render import render
 from kernelwright.tools.errors import TaskError
 from kernelwright.tools.kernelbench import KernelBenchCandidate, KernelBenchTask
-from kernelwright.tools.results import CompileResult, ProfileResult
 from kernelwright.tools.spec import (
     CudaCandidate,
     CudaTask,
-    LaunchSpec,
     check_signature,
-    parse_launch,
 )
 from kernelwright.tools.task import Candidate, Task
 
@@ -57,50 +55,19 @@ class Kind:
     best_candidate: Callable[[Any, RunDir, str, dict[str, Any] | None, bool], Candidate]
     original_file: Callable[[Any], Path]  # the task's own kernel file
     loaded: Callable[[Any], str]  # what chat says of a task it loaded (plain text)
+    # the prompt of a run's first proposals, until one is verified ("": `prompt`'s from the
+    # start); `prompt` renders it
+    first_prompt: str = ""
+    # a run's last step beside its summary: (task, GPU, run, state, progress) -> the summary's
+    # lines (a C++ task writes best_host.cu and checks it)
+    finish: Callable[[Any, Any, RunDir, LoopState, Any], list[str]] = lambda *_: []
 
 
 def kind_of(task: Task) -> Kind:
     return KINDS[task.kind]
 
 
-def profile_view(
-    profile: ProfileResult | None, compiled: CompileResult | None
-) -> dict[str, Any] | None:
-    """What the prompts show of a kernel's profile and resource report; None if neither."""
-    view: dict[str, Any] = {}
-    if profile is not None and profile.available:
-        view.update(
-            bottleneck=profile.bottleneck,
-            duration_ms=profile.duration_ms,
-            sm_pct=profile.sm_pct,
-            dram_pct=profile.dram_pct,
-            achieved_occupancy_pct=profile.achieved_occupancy_pct,
-            theoretical_occupancy_pct=profile.theoretical_occupancy_pct,
-            registers=profile.registers_per_thread,
-        )
-    if compiled is not None and compiled.ok:
-        view.setdefault("registers", compiled.registers)
-        view.update(
-            shared_mem_bytes=compiled.shared_mem_bytes,
-            spill_stores_bytes=compiled.spill_stores_bytes,
-            spill_loads_bytes=compiled.spill_loads_bytes,
-        )
-    return view or None
-
-
 # --- CUDA tasks: a kernel and its launch ---
-
-
-def as_candidate(
-    task: CudaTask, source: str, launch: dict[str, Any] | None, name: str = "candidate.cu"
-) -> CudaCandidate:
-    """A proposal as a candidate the verifier takes; a bad launch raises TaskError."""
-    spec: LaunchSpec | None = None
-    if launch:
-        spec = parse_launch(Path(name), launch, set(task.bench))
-        for sizes in (task.bench, *task.checks):
-            spec.resolve(sizes)
-    return CudaCandidate(path=name, source=source, launch=spec)
 
 
 def _cuda_prompt(
@@ -112,7 +79,6 @@ def _cuda_prompt(
         launch=launch,
         source=state["best_source"],
         profile=profile_view(state.get("profile"), state.get("best_compile")),
-        example="",
         **values,
     )
 
@@ -231,5 +197,27 @@ KINDS: Mapping[str, Kind] = {
         best_candidate=_kb_best_candidate,
         original_file=lambda task: Path(task.path),
         loaded=_kb_loaded,
+    ),
+    "cpp": Kind(
+        fence="cuda",
+        suffix=".cu",
+        best_file="best.cu",
+        inherits_launch=True,
+        launch=lambda task: task.launch.model_dump(),
+        resources=True,
+        tunable=False,  # its kernels' options: once it is a CUDA task of the user's own
+        profiled=True,
+        file_per_try=False,
+        prompt=kinds_cpp.prompt,
+        parse=lambda task, text: replies.parse_proposal(text, task.entry),
+        repair=replies.repair_message,
+        candidate=kinds_cpp.candidate,
+        from_text=kinds_cpp.from_text,
+        original_best=kinds_cpp.original_best,
+        best_candidate=kinds_cpp.best_candidate,
+        original_file=lambda task: Path(task.source_path),
+        loaded=kinds_cpp.loaded,
+        first_prompt=kinds_cpp.PORT_PROMPT,
+        finish=kinds_cpp.finish,
     ),
 }

@@ -25,6 +25,7 @@ def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
         "host_memory_bytes": int(settings.worker_host_memory_gib * (1 << 30)),
         "cache_dir": str(settings.cache_dir / "cupy"),
         "build_cache_dir": str(settings.builds_dir),
+        "reference_cache_dir": str(settings.cache_dir / "cpp"),  # as `import pareval --check`
     }
     return VerifyOptions(**{**fields, **overrides})
 

@@ -101,11 +101,14 @@ def _kernel_op_class(task: CudaTask) -> str:
 
 
 # How each task kind's signature and op class are read, by `task.kind`.
+# A cpp task has args, an entry and a description as a CUDA task does: its kernels are CUDA's.
 _SIGNATURES: dict[str, Callable[[Any], str]] = {
     "cuda": _kernel_signature,
     "kernelbench": _problem_signature,
+    "cpp": _kernel_signature,
 }
 _OP_CLASSES: dict[str, Callable[[Any], str]] = {
     "cuda": _kernel_op_class,
     "kernelbench": _problem_op_class,
+    "cpp": _kernel_op_class,
 }

@@ -11,10 +11,11 @@ whose helpers this reuses).
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -28,16 +29,22 @@ from .signature import C_TYPES
 from .spec import (
     DTYPES,
     ArgSpec,
+    CudaCandidate,
+    CudaTask,
     Frozen,
     LaunchSpec,
     _check_expr,
     _init,
     _read_toml,
+    check_signature,
     parse_launch,
     parse_roofline,
     parse_sizes,
     parse_tolerance,
 )
+
+if TYPE_CHECKING:
+    from .cpp_candidates import CppFunction
 
 CppKind = Literal["vector", "array", "pointer", "scalar"]
 COMPARES = ("close", "exact")
@@ -147,6 +154,16 @@ class CppTask(Frozen):
     roofline_bytes: str = ""
     roofline_flops: str = ""
     inputs_python: str = ""  # "path/to/inputs.py:function", absolute path
+    port_path: str = ""  # a CUDA port of the function (`port`), the GPU-side reference
+    port_source: str = ""
+
+    # What a check does differently by kind, said here once (ClassVars: not in the task's dump).
+    # Its candidates are CUDA kernels, run by the same CuPy workers as a CUDA task's: the
+    # reference's worker runs the GPU-side reference (a port), the C++ function, on the CPU,
+    # gives the expected outputs (cpp_check.py).
+    worker_kinds: ClassVar[tuple[str, str]] = ("cuda", "cuda")
+    run_timeout_factor: ClassVar[int] = 1
+    host_code: ClassVar[bool] = False  # a candidate is a kernel: no host code of its own
 
     def shape(self, arg: ArgSpec, sizes: dict[str, int]) -> tuple[int, ...]:
         return tuple(expr.evaluate_int(e, sizes) for e in arg.shape)
@@ -160,13 +177,78 @@ class CppTask(Frozen):
         return self.function
 
     @property
+    def kernel_args(self) -> tuple[ArgSpec, ...]:
+        """What a kernel for the task takes: the function's arguments (arrays as pointers,
+        scalars by value, the returned value as a pointer to one element), then, as int64
+        scalars, each size no scalar parameter carries (a vector's length is not passed to a
+        kernel): `histogram(pixels, counts)`'s kernel is `histogram(pixels, counts, N)`."""
+        carried = {plain_name(a.value) for a in self.args if a.role == "scalar"}
+        names = {a.name for a in self.args}
+        extra = tuple(
+            ArgSpec(
+                name=size if size not in names else f"size_{size}",
+                dtype="int64",
+                role="scalar",
+                value=size,
+            )
+            for size in self.bench
+            if size not in carried
+        )
+        return (*self.args, *extra)
+
+    @property
     def result(self) -> ArgSpec | None:
         """The argument that holds the returned value, if the function returns one."""
         return self.args[-1] if self.returns else None
 
     @property
     def reference_label(self) -> str:
-        return f"C++ reference (g++ -O3 -std={self.std})"
+        return "C++ reference"
+
+    @property
+    def compile_entry(self) -> str:
+        """The kernel a compile worker builds out of a candidate's source: the function's name."""
+        return self.function
+
+    def candidate_files(self, path: str, source: str) -> dict[str, str]:
+        """Nothing: a candidate's worker is sent its kernel built, as a cubin."""
+        return {}
+
+    def reference_candidate(self) -> CppFunction:
+        """The function itself, on the CPU: checked against itself it reads 1.00x, and its time
+        on one core is what the speedups are against (a run's original)."""
+        from .cpp_candidates import CppFunction
+
+        return CppFunction(path=self.source_path, source=self.source)
+
+    def port(self) -> CudaCandidate | None:
+        """The task's own CUDA port (`port` in its .toml, at the task's launch), or None."""
+        if not self.port_source:
+            return None
+        return CudaCandidate(path=self.port_path, source=self.port_source, launch=None)
+
+    def worker_task(self, port: CudaCandidate | None = None) -> CudaTask:
+        """The task as the GPU's workers see it: a CUDA task whose kernel is `port` (the
+        GPU-side reference, at its own launch or the task's; the task's port by default), with
+        the function's arguments, outputs that start as a declared value (fill:V) kept so."""
+        port = port or self.port()
+        return CudaTask(
+            name=self.name,
+            path=self.path,
+            source_path=port.path if port else self.source_path,
+            source=port.source if port else "",
+            entry=self.function,
+            description=self.description,
+            args=self.kernel_args,
+            bench=self.bench,
+            checks=self.checks,
+            multiple_of=self.multiple_of,
+            launch=port.launch if port and port.launch else self.launch,
+            atol=self.atol,
+            rtol=self.rtol,
+            roofline_bytes=self.roofline_bytes,
+            roofline_flops=self.roofline_flops,
+        )
 
     def reference_files(self) -> dict[str, str]:
         """The user's files the reference's worker reads, as text (its view shows none of
@@ -704,6 +786,7 @@ _ALLOWED = {
     "tolerance",
     "roofline",
     "inputs",
+    "port",
 }
 
 
@@ -770,6 +853,8 @@ def load_cpp_task(spec_path: Path) -> CppTask:
     launch = parse_launch(spec_path, raw.get("launch"), known)
     tol = parse_tolerance(spec_path, raw.get("tolerance", {}))
     rbytes, rflops = parse_roofline(spec_path, raw.get("roofline", {}), known)
+    if compare == "exact":
+        _exact_inputs(spec_path, all_args)
     task = CppTask(
         name=str(raw.get("name", spec_path.stem)),
         path=str(spec_path),
@@ -795,7 +880,51 @@ def load_cpp_task(spec_path: Path) -> CppTask:
         inputs_python=_inputs(spec_path, raw.get("inputs")),
     )
     _check_sizes(spec_path, task)
-    return task
+    port_path, port_source = _port(spec_path, raw.get("port"), task)
+    return task.model_copy(update={"port_path": port_path, "port_source": port_source})
+
+
+def plain_name(text: str) -> str | None:
+    """The size an expression is, where it is just a size's name ("N"), else None."""
+    try:
+        node = ast.parse(str(text), mode="eval").body
+    except SyntaxError:
+        return None
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _exact_inputs(spec_path: Path, args: tuple[ArgSpec, ...]) -> None:
+    """compare = "exact" needs inputs the CPU draws bit for bit as the GPU does: normal draws
+    go through log and cospi, whose last bit may differ between the two."""
+    for i, a in enumerate(args):
+        for field, dist in (("init", a.init), *(("check", c) for c in a.check)):
+            if a.role in ("in", "inout") and a.dtype.startswith("float") and "normal" in dist:
+                raise _fail(
+                    spec_path,
+                    f"args[{i}] ({a.name}).{field}",
+                    f"{dist!r}: the GPU and the CPU may draw a normal value a bit apart, and "
+                    'compare = "exact" would see it: use a uniform distribution, or compare '
+                    '= "close"',
+                )
+
+
+def _port(spec_path: Path, raw: Any, task: CppTask) -> tuple[str, str]:
+    """The task's CUDA port (`port = "file.cu"`, beside the .toml): a kernel named as the
+    function, taking the kernel's arguments, run at the task's launch. ("", "") for none."""
+    if raw is None:
+        return "", ""
+    if not isinstance(raw, str) or not raw.endswith(".cu"):
+        raise _fail(spec_path, "port", 'expected a .cu file beside the task, e.g. "port.cu"')
+    path = (spec_path.parent / raw).resolve()
+    try:
+        source = read_text(path)
+    except OSError:
+        raise _fail(spec_path, "port", f"{raw} not found") from None
+    try:
+        check_signature(path, source, task.function, task.kernel_args, spec_path)
+    except TaskError as exc:
+        raise _fail(spec_path, "port", f"{raw}: {exc.field}: {exc.problem}") from None
+    return str(path), source
 
 
 def _check_sizes(spec_path: Path, task: CppTask) -> None:

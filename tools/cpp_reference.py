@@ -71,6 +71,21 @@ class ReferenceResult:
     outputs: dict[str, np.ndarray]  # each out and inout argument's, by name
     seconds: float  # the function's own time on the CPU (wrapper copies excluded)
     cached: bool
+    times: tuple[float, ...] = ()  # the seconds of repeated calls, where they were asked for
+
+
+@dataclass(frozen=True)
+class Library:
+    """A built library and what it is: the user's function (g++), or a drop-in host file over
+    a kernel (nvcc), both behind the same wrapper."""
+
+    path: Path
+    key: str
+    what: str  # how errors name it: "the C++ reference", "best_host.cu"
+
+
+# How many calls time a function: at least `min`, more until `seconds`, at most `max`.
+REPEATS = {"min": 3, "max": 15, "seconds": 2.0}
 
 
 # --- the wrapper ---------------------------------------------------------------------------
@@ -168,36 +183,36 @@ extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seco
 """
 
 
-def translation_unit(task: CppTask) -> str:
+def translation_unit(task: CppTask, host: str | None = None) -> str:
     """What g++ builds: the wrapper's headers, the user's file as it is (its errors read
-    `name.cpp:LINE`), then the wrapper."""
-    name = Path(task.source_path).name
+    `name.cpp:LINE`), then the wrapper; or, for nvcc, a drop-in host file in its place."""
+    name = "best_host.cu" if host is not None else Path(task.source_path).name
     headers = "".join(f"#include <{h}>\n" for h in _HEADERS)
-    return f'{headers}#line 1 "{name}"\n{task.source}\n#line 1 "kw_wrapper.cpp"\n' + wrapper_source(
-        task
-    )
+    code = task.source if host is None else host
+    return f'{headers}#line 1 "{name}"\n{code}\n#line 1 "kw_wrapper.cpp"\n' + wrapper_source(task)
 
 
 # --- building ------------------------------------------------------------------------------
 
 
-def _compiler() -> str:
-    gxx = shutil.which("g++")
-    if gxx is None:
-        raise ToolMissingError("g++ not found on PATH: a cpp task's reference is built with it")
-    real = os.path.realpath(gxx)
+def _compiler(name: str = "g++") -> str:
+    found = shutil.which(name)
+    if found is None:
+        what = "a cpp task's reference" if name == "g++" else "a drop-in host file"
+        raise ToolMissingError(f"{name} not found on PATH: {what} is built with it")
+    real = os.path.realpath(found)
     st = os.stat(real)
     return f"{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def build_key(task: CppTask) -> str:
+def build_key(task: CppTask, host: str | None = None, arch: str = "") -> str:
     """The library's content address: what decides the build, nothing else."""
     blob = json.dumps(
         {
-            "unit": translation_unit(task),
+            "unit": translation_unit(task, host),
             "std": task.std,
-            "flags": list(task.flags),
-            "compiler": _compiler(),
+            "flags": list(task.flags) if host is None else ["nvcc", arch],
+            "compiler": _compiler("g++" if host is None else "nvcc"),
             "wrapper": WRAPPER_VERSION,
         },
         sort_keys=True,
@@ -229,29 +244,50 @@ def _first_error(log: str) -> str:
 def build_reference(task: CppTask, cache_dir: Path, timeout_s: float = 120.0) -> Path:
     """The task's shared library under `cache_dir`/so/, built once per content in a confined
     worker (g++ -O3 -std=STD FLAGS -shared -fPIC). TaskError (the .cpp) if it does not build."""
-    key = build_key(task)
+    built, log = build_library(task, cache_dir, timeout_s)
+    if built is None:
+        raise TaskError(task.source_path, "", f"g++ -std={task.std} failed: {_first_error(log)}")
+    return built.path
+
+
+def build_library(
+    task: CppTask,
+    cache_dir: Path,
+    timeout_s: float = 120.0,
+    host: str | None = None,
+    arch: str = "sm_90",
+) -> tuple[Library | None, str]:
+    """The function's library (g++), or with `host` a drop-in host file's (nvcc -O3
+    -Xcompiler -fPIC -shared -arch=ARCH), built once per content in a confined worker and kept
+    under `cache_dir`/so/; None and the compiler's log where it does not build."""
+    key = build_key(task, host, arch)
     path = Path(cache_dir) / "so" / f"{key}.so"
+    what = "the C++ reference" if host is None else "best_host.cu"
     if path.is_file():
-        return path
+        return Library(path, key, what), ""
     job = {
-        "source": translation_unit(task),
-        "user_source": task.source,
-        "filename": Path(task.source_path).name,
-        "std": task.std,
-        "flags": list(task.flags),
+        "source": translation_unit(task, host),
+        "user_source": task.source if host is None else host,
+        "filename": Path(task.source_path).name if host is None else "best_host.cu",
+        "std": task.std if host is None else "c++17",  # a host file: the signature's types
+        "flags": list(task.flags) if host is None else [],
         "timeout_s": timeout_s,
+        "compiler": "g++" if host is None else "nvcc",
+        "arch": arch,
     }
+    compiler = job["compiler"]
     try:
         with Sandbox("cpp-build", command=[*_WORKER, "build"]) as box:
             box.send(job)
             header, arrays = box.receive(timeout_s + 10, "building", Expect(count=1, total=1 << 30))
     except WorkerFailure as failure:
-        raise TaskError(task.source_path, "", f"g++ failed: {failure.reason}") from None
+        if host is None:
+            raise TaskError(task.source_path, "", f"g++ failed: {failure.reason}") from None
+        return None, f"{compiler} failed: {failure.reason}"
     if header.get("type") != "built" or not header.get("ok") or not arrays:
-        log = str(header.get("log", ""))
-        raise TaskError(task.source_path, "", f"g++ -std={task.std} failed: {_first_error(log)}")
+        return None, str(header.get("log", "")) or "no library came back"
     _write_atomic(path, bytes(arrays[0]))
-    return path
+    return Library(path, key, what), ""
 
 
 # --- running -------------------------------------------------------------------------------
@@ -355,13 +391,20 @@ def reference_outputs(
     cache_dir: Path,
     timeout_s: float = 600.0,
     build_timeout_s: float = 120.0,
+    *,
+    time_trial: int | None = None,
+    pin: set[int] | None = None,
 ) -> list[ReferenceResult]:
     """Each trial's expected outputs, from the cache or computed in one confined worker
-    (`timeout_s` for each call). TaskError for a task at fault (it does not build, an output's
-    contract does not hold), CppReferenceError where the function throws, crashes or hangs."""
+    (`timeout_s` for each call). `time_trial`: a trial whose call is then repeated for its time
+    (REPEATS; its result's `times`), on the one CPU in `pin` where given. TaskError for a task
+    at fault (it does not build, an output's contract does not hold), CppReferenceError where
+    the function throws, crashes or hangs."""
     cache_dir = Path(cache_dir)
-    library = build_reference(task, cache_dir, build_timeout_s)
-    lib_key = library.stem
+    built, log = build_library(task, cache_dir, build_timeout_s)
+    if built is None:
+        raise TaskError(task.source_path, "", f"g++ -std={task.std} failed: {_first_error(log)}")
+    lib_key = built.key
     results: list[ReferenceResult | None] = []
     todo: list[int] = []
     paths = []
@@ -370,7 +413,7 @@ def reference_outputs(
         paths.append(path)
         cached = _load_cached(path, task, dict(trial.sizes)) if path.is_file() else None
         results.append(cached)
-        if cached is None:
+        if cached is None or i == time_trial:
             todo.append(i)
     if todo:
         contract = cache_dir / "contract" / f"{_contract_key(task, lib_key)}.ok"
@@ -379,12 +422,14 @@ def reference_outputs(
             if contract.is_file()
             else min(todo, key=lambda i: math.prod(dict(trials[i].sizes).values()))
         )
-        fresh = _run(
+        fresh = run_library(
             task,
-            library,
+            built,
             [trials[i] for i in todo],
-            todo.index(check) if check is not None else None,
             timeout_s,
+            contract=todo.index(check) if check is not None else None,
+            timed=todo.index(time_trial) if time_trial is not None else None,
+            pin=pin,
         )
         for i, result in zip(todo, fresh, strict=True):
             _store(paths[i], result)
@@ -394,13 +439,19 @@ def reference_outputs(
     return [r for r in results if r is not None]
 
 
-def _run(
+def run_library(
     task: CppTask,
-    library: Path,
+    library: Library,
     trials: Sequence[TrialLike],
-    contract: int | None,
     timeout_s: float,
+    *,
+    contract: int | None = None,
+    timed: int | None = None,
+    pin: set[int] | None = None,
 ) -> list[ReferenceResult]:
+    """Each trial's outputs from a built library, in one confined worker (`contract`: the trial
+    whose outputs' contract is checked; `timed`: the trial whose call is repeated for its
+    time). CppReferenceError where it throws, crashes or hangs."""
     job = {
         "task": task.model_dump(),
         "trials": [
@@ -409,6 +460,7 @@ def _run(
                 "seed": int(t.seed),
                 "inits": dict(t.inits or {}),
                 "contract": i == contract,
+                "repeats": REPEATS if i == timed else None,
             }
             for i, t in enumerate(trials)
         ],
@@ -419,16 +471,19 @@ def _run(
     sizes: dict[str, int] = {}
     try:
         with Sandbox("cpp-reference", command=[*_WORKER, "run"]) as box:
-            box.send(job, [library.read_bytes()])
-            box.receive(60, "starting the C++ reference's worker", Expect(sizes=()))
-            for t in trials:
+            box.send(job, [library.path.read_bytes()])
+            box.receive(60, f"starting {library.what}'s worker", Expect(sizes=()))
+            if pin:
+                box.pin({min(pin)})  # the calls on one core (ParEval's convention)
+            for i, t in enumerate(trials):
                 sizes = dict(t.sizes)
                 outs = _outputs(task)
                 want = tuple(
                     math.prod(task.shape(a, sizes)) * np.dtype(a.dtype).itemsize for a in outs
                 )
+                calls = 1 + (REPEATS["min"] if i == timed else 0)  # and the timed repeats
                 header, arrays = box.receive(
-                    timeout_s, f"running {fn} at {_describe(sizes)}", Expect(sizes=want)
+                    timeout_s * calls, f"running {fn} at {_describe(sizes)}", Expect(sizes=want)
                 )
                 if header.get("unwritten") or header.get("read"):
                     _contract_error(task, header, sizes)
@@ -438,15 +493,20 @@ def _run(
                     .copy()
                     for k, a in enumerate(outs)
                 }
-                seconds = header.get("seconds")
-                if not isinstance(seconds, int | float) or not 0 <= seconds < float("inf"):
-                    seconds = 0.0
-                out.append(ReferenceResult(outputs, float(seconds), False))
+                raw = header.get("times")
+                times = tuple(_seconds(v) for v in (raw if isinstance(raw, list) else [])[:1000])
+                out.append(ReferenceResult(outputs, _seconds(header.get("seconds")), False, times))
     except WorkerFailure as failure:
         what = "ran past its time" if failure.verdict == "timeout" else "failed"
         reason = " ".join(failure.reason.split())
-        raise CppReferenceError(f"{task.name}: the C++ reference {what}: {reason}") from None
+        raise CppReferenceError(f"{task.name}: {library.what} {what}: {reason}") from None
     return out
+
+
+def _seconds(value: Any) -> float:
+    """A time a worker reported, bounded: a number of seconds, else 0."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok and 0 <= value < float("inf") else 0.0
 
 
 def fill_outputs(task: CppTask) -> dict[str, float | int]:

@@ -4,17 +4,22 @@ It confines itself first (confine.py: its own namespaces, a view of the software
 nothing of the user's, a capped scratch), then serves one job from the controller
 (cpp_reference.py), as protocol.py frames it:
 
-  build  <- {"source", "filename", "std", "flags", "timeout_s"}
+  build  <- {"source", "filename", "std", "flags", "timeout_s", "compiler", "arch"}
          -> {"type": "built", "ok", "log", "notes"} + [the shared library, where it built]
-  run    <- {"task", "trials": [{sizes, seed, inits, contract}], "files"} + [the library]
+  run    <- {"task", "trials": [{sizes, seed, inits, contract, repeats?}], "files"}
+            + [the library]
          -> {"type": "started", "notes"} once the library and the input maker are loaded
-         -> per trial {"type": "outputs", "trial", "seconds", "unwritten"?, "read"?}
-            + one array per out and inout argument, in the task's order
+         -> per trial {"type": "outputs", "trial", "seconds", "times"?, "unwritten"?, "read"?}
+            + one array per out and inout argument, in the task's order; "times": the
+            seconds of each repeated call, where the trial asks for repeats ({"min", "max",
+            "seconds"}: at least min calls, more until that many seconds, at most max)
   either -> {"type": "done"}, or {"type": "error", "error"} (a C++ exception, a resize, an
             input maker's failure); a crash or a hang is the controller's to see.
 
-The library is g++'s build of the user's function and the generated wrapper (kw_call); no GPU
-is touched. Whatever the function prints lands in the worker's log, never on the channel.
+The library is g++'s build of the user's function and the generated wrapper (kw_call), and no
+GPU is touched; or nvcc's build of a drop-in host file (best_host.cu) and the same wrapper,
+which runs its kernel on the GPU. Whatever either prints lands in the worker's log, never on
+the channel.
 """
 
 from __future__ import annotations
@@ -47,21 +52,25 @@ def _build(job: dict[str, Any], out: int, notes: list[str]) -> None:
     if problem:
         write_message(out, {"type": "built", "ok": False, "log": f"{filename}: error: {problem}"})
         return
-    gxx = shutil.which("g++")
-    if gxx is None:
-        write_message(out, {"type": "built", "ok": False, "log": "g++ not found on PATH"})
+    compiler = "nvcc" if job.get("compiler") == "nvcc" else "g++"
+    found = shutil.which(compiler)
+    if found is None:
+        write_message(out, {"type": "built", "ok": False, "log": f"{compiler} not found on PATH"})
         return
     with open(filename, "w") as f:
         f.write(str(job["source"]))
-    cmd = [gxx, "-O3", f"-std={job['std']}", *map(str, job["flags"])]
-    cmd += ["-shared", "-fPIC", "-o", "kw_reference.so", filename]
+    cmd = [found, "-O3", f"-std={job['std']}", *map(str, job["flags"])]
+    if compiler == "nvcc":  # host code through nvcc: its options for the host compiler
+        cmd = [found, "-O3", f"-std={job['std']}", f"-arch={job.get('arch', 'sm_90')}"]
+        cmd += ["-Xcompiler", "-fPIC", "-shared", "-o", "kw_reference.so", filename]
+    else:
+        cmd += ["-shared", "-fPIC", "-o", "kw_reference.so", filename]
     timeout = float(job.get("timeout_s", 120))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        write_message(
-            out, {"type": "built", "ok": False, "log": f"g++ did not finish in {timeout:.0f} s"}
-        )
+        log = f"{compiler} did not finish in {timeout:.0f} s"
+        write_message(out, {"type": "built", "ok": False, "log": log})
         return
     log = (proc.stdout + proc.stderr).replace(os.getcwd() + "/", "")[-LOG_CHARS:]
     ok = proc.returncode == 0 and os.path.isfile("kw_reference.so")
@@ -230,7 +239,22 @@ def _run(job: dict[str, Any], arrays: list[Any], out: int, notes: list[str]) -> 
         if trial.get("contract"):
             again, _ = ref.call(sizes, ins, POISONS[1])
             header.update(_contract(ref, outs, again))
+        if trial.get("repeats"):
+            header["times"] = _repeat(ref, sizes, ins, trial["repeats"])
         write_message(out, header, [flat(outs[a.name]) for a in task.args if a.name in outs])
+
+
+def _repeat(ref: _Reference, sizes: dict[str, int], ins: dict[str, Any], plan: Any) -> list[float]:
+    """The seconds of each of several more calls on the same inputs (fresh copies each)."""
+    from .cpp_inputs import POISONS
+
+    least, most = int(plan.get("min", 3)), int(plan.get("max", 20))
+    budget = float(plan.get("seconds", 2.0))
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < most and (len(times) < least or time.perf_counter() - start < budget):
+        times.append(ref.call(sizes, ins, POISONS[0])[1])
+    return times
 
 
 def main() -> None:

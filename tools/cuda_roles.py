@@ -3,6 +3,11 @@
 The reference's worker compiles the task's own kernel (or runs its float64 Python reference)
 and never sees a candidate; the candidate's worker runs only the cubin the compile worker built,
 no host code of the candidate's. Both then serve the controller's timing rounds (rounds.py).
+
+A cpp task's workers serve its CUDA view (cpp.CppTask.worker_task): the reference's worker runs
+the GPU-side reference (a port, sent built as a cubin), and after the rounds times the copies a
+drop-in host function makes (`copies`). Outputs the C++ code reads before writing (init =
+"fill:V") start as V on both sides, never poisoned (`Runner`).
 """
 
 from __future__ import annotations
@@ -19,19 +24,45 @@ if TYPE_CHECKING:
     from .serving import Worker
 
 
-def cuda_reference(worker: Worker) -> None:
+def _runner_class() -> Any:
+    from .runners import GUARD_BITS, CudaRunner, guarded, leads, poisoned
+
+    class Runner(CudaRunner):
+        """A CUDA task's runner whose outputs with a declared start (init = "fill:V") start as
+        V, inside guard bands as every array is: for every other task the same as its base."""
+
+        def outputs(self, sizes: dict[str, int], poison: int, spread: int = 0) -> dict[str, Any]:
+            from .cpp_inputs import fill_value
+
+            lead = leads(spread, len(self.task.args))
+            made = {}
+            for i, a in enumerate(self.task.args):
+                if a.role != "out":
+                    continue
+                shape = self.task.shape(a, sizes)
+                start = fill_value(a.init)
+                if start is None:
+                    made[a.name] = poisoned(shape, a.dtype, poison, lead[i])
+                else:
+                    made[a.name] = guarded(shape, a.dtype, GUARD_BITS, lead[i])
+                    made[a.name].fill(start)
+            return made
+
+    return Runner
+
+
+def cuda_reference(worker: Worker, cubin: bytes | None = None) -> None:
     import cupy
 
     from .expr import evaluate
     from .rounds import CudaRounds
-    from .runners import CudaRunner, checksum, load_module, release_guards
+    from .runners import checksum, load_module, release_guards
     from .timing import Clock
 
     task = worker.task
-    source = (task.source, worker.job["backend"], worker.arch)
-    runner = CudaRunner(task, None, worker.scratch, "reference", source=source)
-    assert runner.compile_result is not None
-    if not runner.compile_result.ok:
+    source = None if cubin else (task.source, worker.job["backend"], worker.arch)
+    runner = _runner_class()(task, None, worker.scratch, "reference", cubin=cubin, source=source)
+    if runner.compile_result is not None and not runner.compile_result.ok:
         worker.send(
             {
                 "type": "error",
@@ -83,18 +114,51 @@ def cuda_reference(worker: Worker) -> None:
     _fresh_pool()
     worker.clock = Clock(worker.job["device"]["l2_bytes"], queue_ahead=True)
     worker.serve(CudaRounds(task, runner, worker.clock, int(worker.job.get("poison", 0x7FC00001))))
+    if worker.job.get("copies"):
+        worker.send({"type": "copies", "ms": copies(task)})
+
+
+def copies(task: Any, calls: int = 12, budget_s: float = 2.0) -> list[float]:
+    """What a drop-in host function spends beside its kernel, at the bench size, call by call
+    (ms): allocating each array, copying in what the function reads from pageable host memory,
+    copying back what it writes, freeing (cpp_host.copies says which)."""
+    import time
+
+    import numpy as np
+    from cupy.cuda import runtime
+
+    from .cpp_host import copy_bytes
+
+    plan = copy_bytes(task, task.bench)
+    host = {name: np.ones(max(n, 1), dtype=np.uint8) for name, n, _, _ in plan}  # touched
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < calls and (len(times) < 3 or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        ptrs = {name: runtime.malloc(max(n, 1)) for name, n, _, _ in plan}
+        for name, n, to_device, _ in plan:
+            if to_device:
+                runtime.memcpy(ptrs[name], host[name].ctypes.data, n, runtime.memcpyHostToDevice)
+        for name, n, _, back in plan:
+            if back:
+                runtime.memcpy(host[name].ctypes.data, ptrs[name], n, runtime.memcpyDeviceToHost)
+        for ptr in ptrs.values():
+            runtime.free(ptr)
+        runtime.deviceSynchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
 
 
 def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
     from .rounds import CudaRounds
-    from .runners import CudaRunner, broken_guards, checksum, release_guards
+    from .runners import broken_guards, checksum, release_guards
     from .spec import LaunchSpec
     from .timing import Clock
 
     task = worker.task
     cand = worker.job["candidate"]
     launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-    runner = CudaRunner(task, launch, worker.scratch, "candidate", cubin=cubin)
+    runner = _runner_class()(task, launch, worker.scratch, "candidate", cubin=cubin)
 
     def trial_run(label: Any, trial: dict[str, Any]) -> None:
         for run, poison in enumerate(trial["poisons"]):
@@ -120,12 +184,11 @@ def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
 def cuda_run_once(worker: Worker, cubin: bytes | None) -> None:
     """One launch at `sizes` (default: the bench size), for Nsight Compute or
     compute-sanitizer to watch; no channel, the job comes as a file."""
-    from .runners import CudaRunner
     from .spec import LaunchSpec
 
     cand = worker.job["candidate"]
     launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
-    runner = CudaRunner(worker.task, launch, worker.scratch, "candidate", cubin=cubin)
+    runner = _runner_class()(worker.task, launch, worker.scratch, "candidate", cubin=cubin)
     sizes = worker.job.get("sizes") or worker.task.bench
     arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
     runner.launch(arrays, sizes)

@@ -204,10 +204,26 @@ class ReturnedOutputs:
         return math.prod(meta["shape"]), meta["dtype"]
 
 
+class FunctionOutputs(DeclaredOutputs):
+    """A C++ task's outputs: its out and inout arguments and its returned value, as declared;
+    expected in their own dtypes (the C++ function's, computed on the CPU by cpp_check.py), to
+    the task's tolerance, or exactly (compare = "exact"). An output with a declared start
+    (fill:V) is never poisoned: what its kernel leaves of V is its answer."""
+
+    def reference_expect(self, task: Any, trial: Trial, limit: int) -> Expect:
+        return self.output_expect(task, trial, {})
+
+    def tolerance(self, task: Any, dtype: str) -> tuple[float, float]:
+        if task.compare == "exact":
+            return 0.0, 0.0
+        return correctness.tolerance(dtype, task.atol, task.rtol)
+
+
 # Each task kind's outputs, by `task.kind`.
 OUTPUTS: dict[str, KindOutputs[Any]] = {
     "cuda": DeclaredOutputs(),
     "kernelbench": ReturnedOutputs(),
+    "cpp": FunctionOutputs(),
 }
 
 

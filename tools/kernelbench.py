@@ -40,6 +40,10 @@ class KernelBenchTask(BaseModel):
         """The problem's own Model as a candidate: checked against itself it must read 1.00x."""
         return KernelBenchCandidate(path=self.path, source=self.source)
 
+    def worker_task(self) -> KernelBenchTask:
+        """The problem as its workers are sent it: itself."""
+        return self
+
     @property
     def compile_entry(self) -> None:
         """None: no compile worker; the candidate's own worker imports ModelNew (building any

@@ -196,6 +196,7 @@ def _problem_trials(task: KernelBenchTask, rng: random.Random) -> Planned:
 _KIND_TRIALS: dict[str, Callable[[Any, random.Random], Planned]] = {
     "cuda": _kernel_trials,
     "kernelbench": _problem_trials,
+    "cpp": _kernel_trials,  # its candidates are kernels over its declared arguments
 }
 
 

@@ -28,6 +28,7 @@ from .sandbox import Sandbox
 WANTED = {
     "cuda": {"cuda": 2, "compile": 1},
     "kernelbench": {"torch-ref": 1, "torch-cand": 1},
+    "cpp": {"cuda": 2, "compile": 1},  # its kernels run as a CUDA task's do
 }
 
 

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 
 from . import ncu
+from .cpp import CppTask
+from .cpp_candidates import CppKernel
 from .results import ProfileResult
 from .sandbox import Sandbox, WorkerFailure
 from .spec import CudaCandidate, CudaTask
@@ -25,8 +27,8 @@ def profile(
     if profiler is None:
         return ProfileResult(
             available=False,
-            reason="profiling unavailable: Nsight Compute "
-            "profiling covers CUDA tasks; KernelBench problems are timed only",
+            reason="profiling unavailable: Nsight Compute profiles CUDA kernels; this "
+            f"candidate ({candidate.kind}: PyTorch or C++ code) is timed only",
         )
     return profiler(task, candidate, backend, timeout_s)
 
@@ -63,7 +65,7 @@ def _profile_kernel(
         "limits": {"no_network": 0},
         "candidate": {
             "source": candidate.source,
-            "launch": candidate.launch.model_dump() if candidate.launch else None,
+            "launch": candidate.worker_job(task.path).get("launch"),  # its knobs in place
         },
     }
     job_file.write_text(json.dumps(job))
@@ -91,5 +93,15 @@ def _profile_kernel(
     return parsed
 
 
+def _profile_port(
+    task: CppTask, candidate: CppKernel, backend: str, timeout_s: float
+) -> ProfileResult:
+    """A C++ task's kernel, as its CUDA view runs it."""
+    return _profile_kernel(task.worker_task(), candidate, backend, timeout_s)
+
+
 # The profiler for each task kind whose candidates it can profile: a kind not here is timed only.
-_PROFILERS: dict[str, Callable[..., ProfileResult]] = {"cuda": _profile_kernel}
+_PROFILERS: dict[str, Callable[..., ProfileResult]] = {
+    "cuda": _profile_kernel,
+    "cpp": _profile_port,
+}

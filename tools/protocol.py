@@ -29,6 +29,13 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
                       "calls", "probe"} -> {"type": "measured", "ms"} (W paused)
   C -> W           <- {"cmd": "post", "trial"} -> outputs as for a trial, at the bench size
   C -> R, W        <- {"cmd": "done"} -> {"type": "done"}
+
+A C++ task's check (cpp_check.py) is a CUDA task's, with these differences: R and W are sent its
+CUDA view as their task; R's job comes with the GPU-side reference (a port) built, as W's does
+with the candidate, and says {"copies": true}; R's "expected" outputs are the port's, which C
+checks against the C++ function's and replaces with them; and after its "done", R times the
+copies a drop-in host function makes and sends {"type": "copies", "ms": [...]}, read before
+C sends W its "post". The C++ function itself runs in its own worker (cpp_worker.py).
 """
 
 from __future__ import annotations

@@ -51,7 +51,11 @@ class CheckResult(Result):
     reason: str
     trials: tuple[TrialResult, ...] = ()
     reference: Literal[
-        "float64 reference", "reference kernel", "PyTorch eager", "PyTorch eager in float64"
+        "float64 reference",
+        "reference kernel",
+        "PyTorch eager",
+        "PyTorch eager in float64",
+        "C++ reference",
     ] = "reference kernel"
 
 
@@ -133,6 +137,27 @@ class SanitizeResult(Result):
     sizes: dict[str, int] = {}
 
 
+class Speedups(Result):
+    """A C++ task's three speedups, each labelled by what it is against (cpp_check.py); None
+    where the check could not measure it."""
+
+    # against the C++ function, g++ -O3, on one pinned core: its median time over the kernel's
+    cpu_core: float | None = None
+    cpu_ms: float | None = None
+    cpu_samples: int = 0
+    # end to end: the copies in, the kernel and the copies out, with the allocations, as the
+    # drop-in best_host.cu does them (often below 1x for O(N) work)
+    end_to_end: float | None = None
+    end_to_end_ms: float | None = None
+    copies_ms: float | None = None  # measured by the GPU-side reference's worker
+    end_to_end_measured: bool = False  # best_host.cu itself timed, not copies + kernel
+    # against the first correct port, on the GPU, in paired rounds
+    port: float | None = None
+    port_iqr: float | None = None
+    port_ms: float | None = None
+    port_is: str = ""  # which port: "the task's port (port.cu)", "attempt 1", "itself"
+
+
 class CheckReport(Result):
     """Everything `kernelwright check` learns about one candidate."""
 
@@ -146,6 +171,7 @@ class CheckReport(Result):
     profile: ProfileResult | None = None
     sanitizer: SanitizeResult | None = None
     device: DeviceInfo | None = None
+    speedups: Speedups | None = None  # a C++ task's three (timing's is against one core)
     wall_ms: float = 0.0
     phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...
 

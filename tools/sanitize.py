@@ -22,7 +22,7 @@ TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 # PyTorch's own kernels read memory its caching allocator never initialised: initcheck would
 # blame the candidate for torch. A KernelBench forward gets the other three.
 TORCH_TOOLS = ("memcheck", "racecheck", "synccheck")
-KIND_TOOLS = {"cuda": TOOLS, "kernelbench": TORCH_TOOLS}  # the tools for each task kind
+KIND_TOOLS = {"cuda": TOOLS, "kernelbench": TORCH_TOOLS, "cpp": TOOLS}  # for each task kind
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
 _RACES = re.compile(r"RACECHECK SUMMARY:.*?\((\d+)\s+errors?,\s*(\d+)\s+warnings?")
 _NOISE = re.compile(r"^=+\s*(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|$)")
@@ -80,7 +80,8 @@ def sanitize(
     tools = tools or KIND_TOOLS[task.kind]
     sizes = small_sizes(task)
     arrays: list[bytes] = []
-    job: dict[str, Any] = {"role": "sanitize", "task": task.model_dump(), "trials": [],
+    view = task.worker_task().model_dump()  # as the workers see it (a C++ task: its CUDA view)
+    job: dict[str, Any] = {"role": "sanitize", "task": view, "trials": [],
                            "tools": list(tools), "sanitizer": sanitizer, "sizes": sizes,
                            "timeout_s": timeout_s, "limits": {"file_bytes": 1 << 30}}  # fmt: skip
     entry = task.compile_entry  # None: the worker imports the candidate itself

@@ -12,6 +12,10 @@ Reference and candidate are timed in their own processes, in turns the controlle
 (schedule.py), on fresh inputs every round; every timed output is checked against the
 reference's on the same inputs (sketch.py), and every batch against the controller's clock.
 Exit codes and anything a worker says about itself count for nothing.
+
+A C++ task's expected outputs come from its function instead, in a confined worker of their own
+on the CPU, while the GPU's workers run; its reference's worker runs a port of it on the GPU
+(cpp_check.py). Its function itself, and a drop-in host file, are checked there too.
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ from __future__ import annotations
 import contextlib
 import random
 import secrets
+import shutil
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import fit, judge, nvml, plan, schedule, verdicts
+from . import cpp_check, fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .compile import compile_reply
 from .errors import NoGpuError
@@ -52,6 +59,38 @@ class VerifyOptions:
     build_cache_dir: str | None = None  # candidates' cubins (builds.py); None: per Verifier
     prestart: bool = False  # start the next check's workers as soon as one check ends
     pin_cpus: bool = True  # time both workers, in turn, on the same CPUs
+    # a C++ task's built functions, outputs and times on the CPU; None: per Verifier
+    reference_cache_dir: str | None = None
+    reference_timeout_s: float = 600.0  # a C++ function's call (an O(N^3) one takes seconds)
+
+
+class OwnReference:
+    """Where a CUDA task's or a KernelBench problem's expected outputs and reference timing come
+    from: its reference's worker alone (a C++ task's: cpp_check.CppReference)."""
+
+    def __init__(self, verifier: Verifier, task: Task, candidate: Candidate) -> None:
+        self.worker_task: Any = task  # what the workers are sent as the task
+        self.ref_extra: dict[str, Any] = {}  # more of the reference's job
+        self.ref_arrays: list[bytes] = []  # and what goes with it
+
+    def prepare(self, trials: list[plan.Trial]) -> tuple[str, str]:
+        return "", ""
+
+    def expected(self, i: int, trial: plan.Trial, message: judge.Message) -> judge.Message:
+        return message
+
+    def after_rounds(self, box: Sandbox, timeout_s: float) -> None:
+        pass
+
+    def finish(self, timing: Any) -> tuple[Any, None]:
+        return timing, None
+
+    def close(self) -> None:
+        pass
+
+
+# Where each task kind's expected outputs come from, beside its reference's worker.
+_REFERENCES: dict[str, Callable[[Any, Any, Any], Any]] = {"cpp": cpp_check.CppReference}
 
 
 def _describe(sizes: dict[str, int]) -> str:
@@ -67,11 +106,20 @@ class Verifier:
         o = self.options
         self.pool = Pool(o.backend, o.host_memory_bytes, o.cache_dir, self._pin, o.start_timeout_s)
         self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
+        self._own_cpp = o.reference_cache_dir is None
+        self.cpp_cache = Path(o.reference_cache_dir or tempfile.mkdtemp(prefix="kw-cpp-"))
 
     def close(self) -> None:
         """Stop spare workers and remove caches this verifier made."""
         self.pool.close()
         self.builds.close()
+        if self._own_cpp:
+            shutil.rmtree(self.cpp_cache, ignore_errors=True)
+
+    def reference_cpus(self) -> set[int]:
+        """The one CPU a C++ function is timed on: the timed workers' own (none where they
+        are not pinned)."""
+        return {max(self._pin)} if self._pin else set()
 
     def __enter__(self) -> Verifier:
         return self
@@ -106,6 +154,9 @@ class Verifier:
 
     # --- the check ----------------------------------------------------------------------------
     def check(self, task: Task, candidate: Candidate) -> CheckReport:
+        elsewhere = cpp_check.CHECKS.get(candidate.kind)  # not a kernel the GPU's workers run
+        if elsewhere is not None:
+            return elsewhere(self, task, candidate)
         try:
             return self._check(task, candidate)
         finally:
@@ -138,8 +189,12 @@ class Verifier:
                 }
             )
 
-        if too_big := self._does_not_fit(task, [*trials, post]):
+        side = _REFERENCES.get(task.kind, OwnReference)(self, task, candidate)
+        if too_big := self._does_not_fit(side.worker_task, [*trials, post]):
             return report("error", too_big, device=self._device)
+        verdict, why = side.prepare([*trials, post])
+        if verdict:
+            return report(verdict, why, device=self._device)
         # what the workers read of the user's files, as text: their view shows none of them
         files = task.reference_files() | task.candidate_files(candidate.path, candidate.source)
         entry = task.compile_entry  # None: the candidate's worker imports it, and says so
@@ -149,9 +204,11 @@ class Verifier:
         stage = "reference"
         try:
             with contextlib.ExitStack() as stack:
+                stack.callback(side.close)
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = stack.enter_context(self.pool.take(ref_kind, "reference"))
-                ref_box.send(self._job(task, "reference", [*trials, post], None, files, poison))
+                job = self._job(side.worker_task, "reference", [*trials, post], None, files, poison)
+                ref_box.send(job | side.ref_extra, side.ref_arrays)
                 compiler, build_key, built = None, None, None
                 flags = candidate.compile_flags(self.options.backend)
                 if entry is not None:
@@ -202,7 +259,8 @@ class Verifier:
                     if build_key:
                         self.builds.put(build_key, compiled, cubin[0])
                 cand_job = candidate.worker_job(task.path)
-                cand_box.send(self._job(task, "candidate", trials, cand_job, files, poison), cubin)
+                job = self._job(side.worker_task, "candidate", trials, cand_job, files, poison)
+                cand_box.send(job, cubin)
 
                 def expected_for(i: int, trial: plan.Trial) -> judge.Message:
                     """The reference's outputs for trial i: read as the candidate's trials
@@ -215,6 +273,7 @@ class Verifier:
                         f"reference trial at {_describe(trial.sizes)}",
                         judge.reference_expect(task, trial, self.options.host_memory_bytes // 4),
                     )
+                    message = side.expected(i, trial, message)
                     lap("reference")
                     stage = "candidate"
                     return message
@@ -270,12 +329,14 @@ class Verifier:
                 self.pool.release()
                 lap("timing")
                 ref_box.send({"cmd": "done"})
+                side.after_rounds(ref_box, self.options.run_timeout_s)
                 verdict, why, _ = judge.rounds_problem(task, rounds.ref, rounds.cand)
                 cand_box.send({"cmd": "post", "trial": post.job()})
                 post_result = self._trial(task, post, at_bench, cand_box, "post-timing")
                 results.append(post_result)
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
+                timing, speedups = side.finish(timing)
                 check = CheckResult(
                     ok=post_result.ok and verdict != "wrong",
                     reason=post_result.reason or why or _passed(results, reference),
@@ -291,8 +352,16 @@ class Verifier:
                 else:
                     final, reason = "correct", _passed(results, reference)
                 return report(
-                    final, reason, compile=compiled, check=check, timing=timing, device=device
+                    final,
+                    reason,
+                    compile=compiled,
+                    check=check,
+                    timing=timing,
+                    device=device,
+                    speedups=speedups,
                 )
+        except cpp_check.ReferenceProblem as problem:
+            return report("error", str(problem), compile=compiled, device=device)
         except WorkerFailure as failure:
             if stage == "reference":
                 return report(

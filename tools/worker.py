@@ -226,8 +226,8 @@ def main() -> None:
 
             torch_once(worker)
         elif kind == "cuda":
-            if role == "reference":
-                cuda_roles.cuda_reference(worker)
+            if role == "reference":  # a cpp task's port comes built, as a candidate's does
+                cuda_roles.cuda_reference(worker, cubin)
             else:
                 cuda_roles.cuda_candidate(worker, cubin)
         else:

@@ -129,4 +129,6 @@ def _span(arity: tuple[float, float]) -> str:
 BUILDS: dict[str, Callable[[LoopContext, Any, Proposal], CompileResult]] = {
     "cuda": _cuda,
     "kernelbench": _kernelbench,
+    # a C++ task's candidates are kernels, as its CUDA view (tools/cpp.py) takes them
+    "cpp": lambda ctx, task, proposal: _cuda(ctx, task.worker_task(), proposal),
 }

@@ -20,8 +20,10 @@ def finish(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     ctx = runtime.context
     reason = should_stop(state) or "stopped"
     graph = ctx.graph.graph if ctx.graph is not None else None
-    text = summary(ctx.task.name, ctx.model.name, reason, state, graph, kind_of(ctx.task).best_file)
-    ctx.run.write_summary(text)
+    kind = kind_of(ctx.task)
+    text = summary(ctx.task.name, ctx.model.name, reason, state, graph, kind.best_file)
+    more = kind.finish(ctx.task, ctx.gpu, ctx.run, state, ctx.progress)  # a kind's last step
+    ctx.run.write_summary(text + "".join(f"{line}\n" for line in more))
     ctx.progress({"node": "finish", "message": reason})
     return {"stop_reason": reason}
 

@@ -81,3 +81,45 @@ def test_a_kernelbench_problems_row(tmp_path: Path) -> None:
     assert kind.loaded(task).startswith(f"{task.name} (KernelBench problem: Model, ")
     with pytest.raises(TaskError, match="ModelNew"):
         kind.from_text(task, "x = 1\n")
+
+
+def test_a_cpp_tasks_row(tmp_path: Path) -> None:
+    from kernelwright.tools.cpp import CppTask
+    from kernelwright.tools.cpp_candidates import HOST_MARK, CppFunction, CppKernel, HostFile
+    from kernelwright.tools.results import Attempt
+
+    task = load_task(EXAMPLES / "cpp" / "histogram")
+    assert isinstance(task, CppTask)
+    kind = kind_of(task)
+    assert (kind.fence, kind.suffix, kind.best_file, kind.first_prompt) == (
+        "cuda",
+        ".cu",
+        "best.cu",
+        "port",
+    )
+    assert kind.inherits_launch and not kind.tunable and kind.profiled
+    port = (EXAMPLES / "cpp" / "histogram" / "candidates" / "port.cu").read_text()
+    proposal = kind.parse(task, reply(port, None, ["port"]))
+    assert "atomicAdd" in proposal.source
+    run = _run(tmp_path, task)
+    cand = kind.candidate(task, run, port, None, "candidate")
+    assert isinstance(cand, CppKernel) and cand.port is None  # the task's own port stands beside
+    assert kind.original_best(task) == task.port_source
+    assert kind.original_file(task) == Path(task.source_path)
+    assert isinstance(kind.best_candidate(task, run, task.source, None, True), CppFunction)
+    assert isinstance(kind.from_text(task, f"{HOST_MARK} for histogram()\n"), HostFile)
+    with pytest.raises(TaskError):  # a pasted kernel must take the kernel's arguments
+        kind.from_text(task, 'extern "C" __global__ void histogram(const int* p, unsigned* c) {}')
+    # without a port of its own, a run's first correct kernel is every later one's reference
+    mine = task.model_copy(update={"port_source": "", "port_path": ""})
+    assert "no CUDA port of histogram() is verified yet" in kind.original_best(mine)
+    run.append_attempt(Attempt(index=1, parent=0, source="w", verdict="wrong", reason="x"))
+    run.append_attempt(
+        Attempt(index=2, parent=0, source=port, verdict="correct", reason="ok", speedup=2.0)
+    )
+    later = kind.candidate(mine, run, port, FASTER_LAUNCH_N, "candidate")
+    assert isinstance(later, CppKernel) and later.port is not None
+    assert (later.port.path, later.port.source, later.port.launch) == ("attempt 2", port, None)
+
+
+FASTER_LAUNCH_N = {"block": ["256"], "grid": ["ceil_div(N, 1024)"], "shared_mem_bytes": "0"}

@@ -56,15 +56,19 @@ NUMPY: dict[str, Callable[[dict[str, np.ndarray], dict[str, int]], dict[str, np.
 }
 
 
-def _load(name: str) -> CppTask:
-    return load_cpp_task(CPP / name / f"{name}.toml")
+NAMES = sorted(NUMPY)
+
+
+def example(name: str, root: Path = CPP) -> CppTask:
+    """An example under examples/cpp/ (or a copy of it under `root`), loaded."""
+    return load_cpp_task(root / name / f"{name}.toml")
 
 
 def test_there_are_six_examples_and_each_loads() -> None:
     names = sorted(p.name for p in CPP.iterdir() if p.is_dir())
     assert names == sorted(NUMPY)
     for name in names:
-        task = _load(name)
+        task = example(name)
         assert task.kind == "cpp" and task.checks and task.launch.block
         assert any(a.role in ("out", "inout") for a in task.args)
 
@@ -72,7 +76,7 @@ def test_there_are_six_examples_and_each_loads() -> None:
 @needs_gxx
 @pytest.mark.parametrize("name", sorted(NUMPY))
 def test_each_examples_reference_runs_and_agrees_with_numpy(name: str, cpp_cache: Path) -> None:
-    task = _load(name)
+    task = example(name)
     trials = [ReferenceTrial(dict(sizes), 2024 + i) for i, sizes in enumerate(task.checks)]
     results = reference_outputs(task, trials, cpp_cache)
     for trial, result in zip(trials, results, strict=True):

@@ -21,7 +21,16 @@ from tests.conftest import EXAMPLES, ROOT
 
 SOFTMAX = EXAMPLES / "softmax"
 PROBLEM = EXAMPLES / "kernelbench" / "relu_mlp.py"
-KIND_CLASSES = {"CudaTask", "KernelBenchTask", "CudaCandidate", "KernelBenchCandidate"}
+KIND_CLASSES = {
+    "CudaTask",
+    "KernelBenchTask",
+    "CppTask",
+    "CudaCandidate",
+    "KernelBenchCandidate",
+    "CppKernel",
+    "CppFunction",
+    "HostFile",
+}
 # Where a task's or a candidate's class may still be asked: the loaders, which make them, and
 # the worker's side, which dispatches a job to its kind's roles.
 ALLOWED = {
@@ -104,8 +113,41 @@ def test_kind_facts_stay_out_of_every_dump() -> None:
         assert dump["kind"] == task.kind and not facts & set(dump)
         assert type(task).model_validate(dump) == task
     # its compile options are the candidate's own (tune's), not its kind's
-    assert set(cuda.reference_candidate().model_dump()) == {"path", "source", "launch", "options"}
+    assert set(cuda.reference_candidate().model_dump()) == {
+        "path",
+        "source",
+        "launch",
+        "options",
+        "tune_values",
+    }
     assert set(problem.reference_candidate().model_dump()) == {"path", "source"}
+
+
+def test_a_cpp_tasks_facts_and_its_candidates_kinds() -> None:
+    """A C++ task's kernels run on the same CuPy workers as a CUDA task's (its CUDA view), its
+    function and a drop-in host file are checked elsewhere, by their own kinds."""
+    from kernelwright.tools import cpp_check
+    from kernelwright.tools.cpp import CppTask
+
+    task = load_task(EXAMPLES / "cpp" / "gemv")
+    assert isinstance(task, CppTask)
+    assert task.worker_kinds == ("cuda", "cuda") and set(task.worker_kinds) <= set(
+        pool.WANTED["cpp"]
+    )
+    assert task.compile_entry == "gemv" and not task.host_code and task.run_timeout_factor == 1
+    assert task.reference_label == "C++ reference"
+    kernel = load_candidate(task, EXAMPLES / "cpp" / "gemv" / "candidates" / "port.cu")
+    itself = task.reference_candidate()
+    assert kernel.kind == task.kind == "cpp" and itself.kind == "cpp-function"
+    assert set(cpp_check.CHECKS) == {"cpp-function", "cpp-host"}  # not run as kernels
+    assert kernel.kind not in cpp_check.CHECKS
+    assert task.candidate_files(kernel.path, kernel.source) == {}
+    assert task.worker_task().kind == "cuda" and _cuda().worker_task() is not None
+    facts = {"worker_kinds", "run_timeout_factor", "host_code", "compile_entry"}
+    dump = task.model_dump()
+    assert not facts & set(dump) and type(task).model_validate(dump) == task
+    result = profile(task, itself)  # the function runs on the CPU: nothing to profile
+    assert not result.available
 
 
 def test_run_timeouts_and_budgets_by_kind() -> None:
@@ -126,8 +168,9 @@ def test_a_cuda_tasks_workers_get_a_cubin_and_its_python_reference() -> None:
     assert task.compile_entry == task.entry == "softmax"
     assert task.reference_files() == {"kw_reference.py": (SOFTMAX / "reference.py").read_text()}
     assert task.candidate_files(faster.path, faster.source) == {}
-    assert faster.launch is not None
-    assert faster.worker_job(task.path) == {"launch": faster.launch.model_dump()}
+    assert faster.bound_launch is not None  # its launch names its knob, SM_THREADS: in place
+    assert faster.worker_job(task.path) == {"launch": faster.bound_launch.model_dump()}
+    assert faster.worker_job(task.path)["launch"]["block"] == ("256",)
     assert task.reference_candidate().worker_job(task.path) == {"launch": None}
     assert task.reference_label == "float64 reference"
     own = task.model_copy(update={"reference_python": ""})
@@ -169,8 +212,8 @@ def test_only_a_kind_with_a_profiler_is_profiled() -> None:
         result = profile(task, candidate)
         assert not result.available
         assert result.reason == (
-            "profiling unavailable: Nsight Compute profiling covers CUDA tasks; "
-            "KernelBench problems are timed only"
+            "profiling unavailable: Nsight Compute profiles CUDA kernels; this candidate "
+            "(kernelbench: PyTorch or C++ code) is timed only"
         )
 
 
