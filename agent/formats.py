@@ -137,3 +137,50 @@ def search_table(output: Mapping[str, Any]) -> Table | None:
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     return table
+
+
+def tune_outcome(data: Mapping[str, Any]) -> str:
+    """What a tune came to, on one line (its result as agent.tune.Tuning.as_json gives it)."""
+    if "error" in data:
+        return f"not tuned: {data['error']}"
+    counts = (
+        f"{len(data['tried'])} checked, {len(data['dropped'])} dropped unchecked (same code and "
+        f"launch, or no build), {data['left_unchecked']} not reached, {data['seconds']:.0f} s"
+    )
+    if data["improved"]:
+        return f"{data['gain']:.3f}x over the kernel as given with {data['best']} ({counts})"
+    return f"nothing beat the kernel as given by 2% with spreads apart ({counts})"
+
+
+def tune_rows(data: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """A tune's table: the kernel as given, then each configuration checked, in order, with
+    its verdict, its speedup over the task's reference (± half its IQR), its gain over the
+    kernel as given, and whether it became the best."""
+    header = ["configuration", "verdict", "speedup", "gain", "kept"]
+    start = data.get("start_speedup")
+    rows = [[f"{data['start']} (as given)", "correct", f"{start:.3f}x" if start else "-", "", ""]]
+    for t in data["tried"]:
+        speed = t["speedup"]
+        rows.append(
+            [
+                t["config"],
+                t["verdict"] + (f": {clip(t['reason'], 60)}" if t["reason"] else ""),
+                f"{speed:.3f}x ± {t['speedup_iqr'] / 2:.3f}" if speed else "-",
+                f"{t['gain']:.3f}x" if t["gain"] else "-",
+                "kept" if t["kept"] else "",
+            ]
+        )
+    return header, rows
+
+
+def tune_table(data: Mapping[str, Any], title: str) -> Table | None:
+    """A tune's table for the terminal, "kept" in green; None when it was not tuned."""
+    if "error" in data:
+        return None
+    header, rows = tune_rows(data)
+    table = Table(title=title, title_justify="left")
+    for name in header:
+        table.add_column(name, justify="right" if name in ("speedup", "gain") else "left")
+    for row in rows:
+        table.add_row(*(Text(c, style="green" if c == "kept" else "") for c in row))
+    return table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -15,12 +15,14 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from kernelwright.agent.context import LoopContext, Progress
 from kernelwright.agent.experience import TechniqueChoice, open_memory
 from kernelwright.agent.graph import build
+from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import ChatModel, make_model
 from kernelwright.agent.options import local_gpu
 from kernelwright.agent.replies import Proposal
 from kernelwright.agent.rundir import RunDir
 from kernelwright.agent.settings import Settings
 from kernelwright.agent.state import LoopInput
+from kernelwright.agent.tune import after_run
 from kernelwright.memory.contrastive import CHARS_PER_TOKEN
 from kernelwright.tools.backend import GpuBackend
 from kernelwright.tools.builds import BuildCache
@@ -37,6 +39,7 @@ from kernelwright.tools.results import (
     TimingResult,
     TrialResult,
 )
+from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import Task, load_task
 
 # The only classes a checkpoint may bring back: our frozen values, nothing else.
@@ -80,10 +83,14 @@ def optimize(
     progress: Progress | None = None,
     runs_dir: Path | None = None,
     memory: bool | None = None,
+    tune: bool | None = None,
 ) -> tuple[dict[str, Any], RunDir]:
-    """Optimize a task; returns the loop's output (best source, speedup, stop reason, attempts)
-    and the run directory (under `runs_dir`, by default the data directory's runs/).
-    `memory` False runs without the memory (None: as settings.memory.enabled says).
+    """Optimize a task; returns the loop's output (best source, speedup, stop reason, attempts,
+    and "tune": what tuning the best kernel found, agent.tune.after_run) and the run directory
+    (under `runs_dir`, by default the data directory's runs/).
+    `memory` False runs without the memory (None: as settings.memory.enabled says); `tune`
+    False leaves the best kernel untuned (None: as settings.tune.enabled says; a kind whose
+    kernels tune cannot build, a KernelBench problem's, is never tuned).
     Infrastructure failures raise KernelwrightError with the fix."""
     task = load_task(task_path)
     base = runs_dir or settings.data_dir / "runs"
@@ -137,6 +144,16 @@ def optimize(
             # each step's checkpoint written before the next step starts: a run killed
             # mid-step (a dead batch worker, SIGKILL) resumes exactly where it was
             output = build(saver).invoke(start, config, context=context, durability="sync")
+        if (settings.tune.enabled if tune is None else tune) and kind_of(task).tunable:
+            output["tune"] = after_run(
+                settings,
+                cast(CudaTask, task),
+                run,
+                gpu,
+                arch=context.arch,
+                memory=memory,
+                progress=lambda m: context.progress({"node": "tune", "message": m}),
+            )
     finally:
         if own_gpu:
             gpu.close()

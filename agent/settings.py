@@ -53,6 +53,18 @@ class MemorySettings(BaseModel):
         return value
 
 
+class TuneSettings(BaseModel):
+    """`kernelwright tune` after `optimize` (and in batch, chat and MCP): `[tune]` in the config
+    file, KERNELWRIGHT_TUNE__<KEY> in the environment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True  # tune the run's best kernel when the loop ends (--no-tune: off)
+    budget: int = Field(default=24, ge=1)  # configurations checked at most
+    minutes: float = Field(default=3.0, gt=0, allow_inf_nan=False)  # its wall time at most
+    numerics: bool = False  # also try fast math, flush-to-zero, approximate division and sqrt
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="KERNELWRIGHT_", env_nested_delimiter="__", extra="ignore"
@@ -86,6 +98,7 @@ class Settings(BaseSettings):
         ),
     )
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    tune: TuneSettings = Field(default_factory=TuneSettings)
 
     @property
     def memory_dir(self) -> Path:
@@ -173,10 +186,11 @@ def load(**overrides: object) -> Settings:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except PydanticSettingsError as exc:  # a nested setting's variable that is not JSON
+        table = next((t for t in ("memory", "tune") if t in str(exc)), None)
         raise SettingsError(
-            f"{exc}: KERNELWRIGHT_MEMORY must be a JSON object (or set one key with "
-            "KERNELWRIGHT_MEMORY__<KEY>)"
-            if "memory" in str(exc)
+            f"{exc}: KERNELWRIGHT_{table.upper()} must be a JSON object (or set one key with "
+            f"KERNELWRIGHT_{table.upper()}__<KEY>)"
+            if table
             else str(exc)
         ) from None
     except ValidationError as exc:

@@ -1,29 +1,45 @@
-"""`kernelwright tune`: a correct CUDA kernel's compile options searched on this GPU, with no
-model. The space and the rule are tools/tune.py's: every configuration that builds to code of
-its own is checked by the full verifier, in order, until the budget or the time is spent, and
+"""`kernelwright tune`: a correct CUDA kernel's knobs, block shape and compile options searched on
+this GPU, with no model. The space and the rule are tools/tune.py's, the order tools/search.py's:
+each configuration is built (on the CPU) when its turn comes, dropped unchecked if it runs what
+an earlier one runs, else checked by the full verifier, until the budget or the time is spent;
 one replaces the best only if it is correct and clearly faster."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
+from kernelwright.agent.formats import markdown_table, tune_outcome, tune_rows
+from kernelwright.agent.rundir import RunDir
+from kernelwright.agent.settings import Settings
+from kernelwright.memory.signature import op_class, task_signature
+from kernelwright.memory.store import ChromaStore
+from kernelwright.memory.tunings import TuneMemory, TuneRecord
 from kernelwright.tools import tune as space_of
 from kernelwright.tools.backend import GpuBackend
 from kernelwright.tools.builds import BuildCache, cached_build
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import CheckReport, CompileResult
+from kernelwright.tools.search import LocalSearch
 from kernelwright.tools.spec import CompileOptions, CudaCandidate, CudaTask
+from kernelwright.tools.tune import Config
+
+BUILDS_PER_CHECK = 4  # builds at most per configuration the budget allows: the CPU's share
 
 
 @dataclass(frozen=True)
 class Tried:
-    config: CompileOptions
+    config: Config
     report: CheckReport
     kept: bool  # became the best when it was checked
+
+    @property
+    def speedup(self) -> float | None:
+        return self.report.timing.speedup if self.report.ok and self.report.timing else None
 
 
 @dataclass
@@ -32,10 +48,12 @@ class Tuning:
     baseline: CheckReport  # it, checked as given
     best: CudaCandidate
     best_report: CheckReport
+    best_config: Config
     tried: list[Tried] = field(default_factory=list)
-    dropped: list[tuple[CompileOptions, str]] = field(default_factory=list)  # never checked
-    left: int = 0  # configurations the budget or the time left unchecked
+    dropped: list[tuple[Config, str]] = field(default_factory=list)  # never checked
+    left: int = 0  # configurations of the space neither checked nor dropped
     seconds: float = 0.0
+    remembered: int = 0  # earlier winners (the memory's) tried first
 
     @property
     def gain(self) -> float:
@@ -45,7 +63,55 @@ class Tuning:
 
     @property
     def improved(self) -> bool:
-        return self.best.options != self.start.options
+        return (self.best.options, self.best.launch) != (self.start.options, self.start.launch)
+
+    def records(self, where: TuneRecord, run_id: str) -> list[TuneRecord]:
+        """Each configuration checked, for the memory: its settings and gain over the kernel
+        as given, on the task and architecture `where` names."""
+        base = self.baseline.timing
+        return [
+            where.model_copy(
+                update={
+                    "run_id": run_id,
+                    "config": t.config.describe(),
+                    "settings": json.dumps(dict(t.config.settings)),
+                    "verdict": t.report.verdict,
+                    "speedup": float(t.speedup or -1.0),
+                    "gain": t.speedup / base.speedup if t.speedup and base else -1.0,
+                    "won": t.config == self.best_config and self.improved,
+                }
+            )
+            for t in self.tried
+        ]
+
+    def as_json(self, written: Path | None = None) -> dict[str, Any]:
+        """What a tune did, for machines: `kernelwright tune --json`, and tune.json in a run."""
+        base = self.baseline.timing
+        return {
+            "start": space_of.Config(self.start.options, self.start.launch).describe(),
+            "start_speedup": base.speedup if base else None,
+            "best": self.best_config.describe(),
+            "best_speedup": self.best_report.timing.speedup if self.best_report.timing else None,
+            "gain": self.gain,
+            "improved": self.improved,
+            "written": str(written) if written else None,
+            "tried": [
+                {
+                    "config": t.config.describe(),
+                    "verdict": t.report.verdict,
+                    "speedup": t.speedup,
+                    "speedup_iqr": t.report.timing.speedup_iqr if t.report.timing else None,
+                    "gain": t.speedup / base.speedup if t.speedup and base else None,
+                    "kept": t.kept,
+                    "reason": "" if t.report.ok else t.report.reason,
+                }
+                for t in self.tried
+            ],
+            "dropped": [{"config": c.describe(), "why": why} for c, why in self.dropped],
+            "left_unchecked": self.left,
+            "remembered": self.remembered,
+            "seconds": self.seconds,
+        }
 
 
 def tune(
@@ -60,10 +126,13 @@ def tune(
     numerics: bool = False,
     progress: Callable[[str], None] | None = None,
     builds: BuildCache | None = None,
+    first: Sequence[Mapping[str, Any]] = (),
 ) -> Tuning:
-    """Tune `candidate` (its own options are where the search starts; they stay if nothing
-    beats them). `numerics`: also try approximations (fast math, flush-to-zero, approximate
-    division and sqrt); the verifier checks each against the task's tolerance as always."""
+    """Tune `candidate` (its own configuration is where the search starts; it stays if nothing
+    beats it). `numerics`: also try approximations (fast math, flush-to-zero, approximate
+    division and sqrt); the verifier checks each against the task's tolerance as always.
+    `first`: configurations to try before the search's own (earlier winners, as
+    Config.settings), where this kernel's space has them."""
     say = progress or (lambda _m: None)
     t0 = time.monotonic()
     say("checking the kernel as given")
@@ -72,39 +141,50 @@ def tune(
         raise KernelwrightError(
             f"only a correct kernel is tuned: {baseline.verdict}: {baseline.reason}"
         )
-    configs = [
-        c for c in space_of.space(candidate.source, numerics=numerics) if c != candidate.options
-    ]
+    space = space_of.space(task, candidate, numerics=numerics)
+    remembered = [p for p in (space.point(s) for s in first) if p is not None]
+    search = LocalSearch(space.shape, remembered, valid=lambda p: not space.problem(p))
+    search.tell(space.origin, baseline.timing.speedup)
 
-    def build(config: CompileOptions) -> tuple[CompileResult, bytes | None]:
+    def build(options: CompileOptions) -> tuple[CompileResult, bytes | None]:
         # into the cache the verifier reads: a configuration's check does not build it again
-        flags = config.flags(backend)
+        flags = options.flags(backend)
         return cached_build(builds, candidate.source, task.entry, arch, backend, flags)
 
-    say(f"building {len(configs)} configurations to drop those that change nothing")
-    # the start first: a configuration that builds the code it already has is never checked
-    start = [candidate.options, *(c for c in configs if c != candidate.options)]
-    distinct, dropped = space_of.distinct(start, build)
-    result = Tuning(candidate, baseline, candidate, baseline, dropped=dropped)
-    todo = [c for c in distinct if c != candidate.options]
-    for i, config in enumerate(todo):
-        if i >= budget or time.monotonic() - t0 > max_seconds:
-            result.left = len(todo) - i
+    same = space_of.Distinct(build)
+    start = space.config(space.origin)
+    same.check(start.options, space_of.launch_key(task, candidate), start.describe(), space.origin)
+    result = Tuning(candidate, baseline, candidate, baseline, start, remembered=len(remembered))
+    say(f"searching {search.size} configurations, {budget} checks at most")
+    built = 0
+    while len(result.tried) < budget and built < budget * BUILDS_PER_CHECK:
+        if time.monotonic() - t0 > max_seconds or (point := search.ask()) is None:
             break
-        say(f"{i + 1}/{min(len(todo), budget)}: {space_of.describe(config)}")
-        trial = candidate.model_copy(update={"options": config})
+        config = space.config(point)
+        trial = config.apply(candidate)
+        built += 1
+        launch = space_of.launch_key(task, trial)
+        why, twin = same.check(config.options, launch, config.describe(), point)
+        if why:  # no GPU time: it scores what its twin scored, for the search's next step
+            result.dropped.append((config, why))
+            search.tell(point, search.scores.get(twin) if twin is not None else None)
+            continue
+        say(f"{len(result.tried) + 1}/{budget}: {config.describe()}")
         report = gpu.check(task, trial)
         kept = space_of.beats(report, result.best_report)
         if kept:
-            result.best, result.best_report = trial, report
+            result.best, result.best_report, result.best_config = trial, report, config
         result.tried.append(Tried(config, report, kept))
+        search.tell(point, report.timing.speedup if report.ok and report.timing else None)
+    result.left = search.size - len(search.visited)
     result.seconds = time.monotonic() - t0
     return result
 
 
 def sidecar(candidate: CudaCandidate) -> str:
-    """The .toml beside a tuned kernel: its launch and its compile options, as the candidate
-    loader reads them (`kernelwright check TASK NAME.tuned.cu` builds it the same way)."""
+    """The .toml beside a tuned kernel: its launch, its compile options and the values tune may
+    try, as the candidate loader reads them (`kernelwright check TASK FILE.cu` builds it the
+    same way)."""
     lines = ["# written by kernelwright tune"]
     if candidate.launch is not None:
         launch = candidate.launch  # JSON's arrays of strings are TOML's too
@@ -125,6 +205,9 @@ def sidecar(candidate: CudaCandidate) -> str:
     for name in ("prec_div", "prec_sqrt"):
         if not getattr(o, name):
             lines.append(f"{name} = false")
+    if candidate.tune_values:
+        lines.append("[tune]")
+        lines += [f"{name} = {list(values)}" for name, values in candidate.tune_values]
     return "\n".join(lines) + "\n"
 
 
@@ -138,3 +221,96 @@ def write_tuned(candidate: CudaCandidate, name: str, where: Path | None = None) 
     cu.write_text(candidate.source)
     cu.with_suffix(".toml").write_text(sidecar(candidate))
     return cu
+
+
+def remembered_tune(
+    settings: Settings,
+    task: CudaTask,
+    candidate: CudaCandidate,
+    gpu: GpuBackend,
+    *,
+    arch: str,
+    run_id: str,
+    memory: bool | None = None,
+    budget: int | None = None,
+    max_seconds: float | None = None,
+    numerics: bool | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Tuning:
+    """`tune` as every door runs it: its limits from the settings' [tune] unless given, earlier
+    winners on this architecture tried first and every checked configuration recorded, in the
+    memory the settings name (`memory` False: neither read nor written; None: as the settings
+    say)."""
+    from kernelwright.agent.experience import open_memory
+
+    mem = open_memory(settings, memory)
+    tunings = TuneMemory(cast(ChromaStore, mem.store)) if mem else None
+    signature = task_signature(task)
+    found = tune(
+        task,
+        candidate,
+        gpu,
+        arch=arch,
+        backend=settings.compile_backend,
+        budget=budget or settings.tune.budget,
+        max_seconds=max_seconds or settings.tune.minutes * 60,
+        numerics=settings.tune.numerics if numerics is None else numerics,
+        progress=progress,
+        builds=BuildCache(settings.builds_dir),
+        first=tunings.winners(arch, signature) if tunings else (),
+    )
+    if tunings:
+        where = TuneRecord(task_signature=signature, op_class=op_class(task), arch=arch)
+        tunings.add(candidate.source, found.records(where, run_id))
+    return found
+
+
+def after_run(
+    settings: Settings,
+    task: CudaTask,
+    run: RunDir,
+    gpu: GpuBackend,
+    *,
+    arch: str,
+    memory: bool | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Tune a finished run's best kernel (best.cu with best.toml): a winner's launch and
+    options go into best.toml, so `kernelwright check TASK best.cu` checks the tuned kernel;
+    what was tried goes into tune.json and the summary. A best kernel that cannot be tuned
+    (its re-check fails) is said in tune.json's "error", and the run keeps what it found."""
+    from kernelwright.tools.spec import load_cuda_candidate
+
+    try:
+        best = load_cuda_candidate(task, run.best_file)
+        found = remembered_tune(
+            settings,
+            task,
+            best,
+            gpu,
+            arch=arch,
+            run_id=run.path.name,
+            memory=memory,
+            progress=progress,
+        )
+    except KernelwrightError as exc:
+        data: dict[str, Any] = {"error": str(exc)}
+    else:
+        if found.improved:
+            (run.path / "best.toml").write_text(sidecar(found.best))
+        data = found.as_json(written=run.best_file if found.improved else None)
+    (run.path / "tune.json").write_text(json.dumps(data, indent=2) + "\n")
+    summary = run.path / "summary.md"
+    if summary.is_file():
+        summary.write_text(summary.read_text().rstrip("\n") + "\n\n" + tune_markdown(data))
+    return data
+
+
+def tune_markdown(data: Mapping[str, Any]) -> str:
+    """The summary's section on the tune after the run (pure)."""
+    lines = ["## Tune: launch and compile options, without the model", ""]
+    if "error" in data:
+        return "\n".join([*lines, f"not tuned: {data['error']}"]) + "\n"
+    header, rows = tune_rows(data)
+    lines += [f"- {tune_outcome(data)}", "", *markdown_table(header, rows)]
+    return "\n".join(lines) + "\n"

@@ -3,12 +3,13 @@
     python -m kernelwright.evals.bench_tune [--tasks gelu,rowsum,...] [--budget 24]
         [--minutes 3] [--numerics] [--json FILE]
 
-For each example, tune its hand-written candidates/faster.cu and its naive reference kernel,
-and print per kernel the configurations built, dropped as no-ops, checked, the time spent, the
-best configuration and its gain over the kernel as given; then the geometric mean gain over the
-already-optimized kernels (issue 16's target: at least +9%, no kernel slower, at most 3 minutes
-a kernel). The gains are the verifier's own: per-round speedup medians against the task's
-reference on the same inputs, in one process, side by side.
+For each example, tune its hand-written candidates/faster.cu (its knobs, which its launch
+follows) and its naive reference kernel (its block shape, derived from the task's launch), and
+print per kernel the configurations checked, dropped unchecked (same code and launch, or no
+build), the time spent, the best configuration and its gain over the kernel as given; then the
+geometric mean gain over the already-optimized kernels (issue 16's target: at least +9%, no
+kernel slower, at most 3 minutes a kernel). The gains are the verifier's own: per-round
+speedup medians against the task's reference on the same inputs, in one process, side by side.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from kernelwright.tools import nvml
 from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
-from kernelwright.tools.tune import describe
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TASKS = ("gelu", "rowsum", "softmax", "matmul", "stencil", "transpose")
@@ -66,7 +66,7 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
                         "dropped": len(found.dropped),
                         "left": found.left,
                         "seconds": round(found.seconds, 1),
-                        "best": describe(found.best.options),
+                        "best": found.best_config.describe(),
                         "gain": found.gain,  # never below 1: only a clear gain is kept
                     }
                 )

@@ -1,9 +1,13 @@
-"""Skip tests by what the machine has (after Kernel Tuner's test/context.py)."""
+"""Skip tests by what the machine has (after Kernel Tuner's test/context.py); the tune after
+each run off unless a test turns it on; a hand-written candidate's launch as a model proposes it."""
 
 from __future__ import annotations
 
 import shutil
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +45,35 @@ def nvrtc() -> None:
 
 
 HAS_NCU = shutil.which("ncu") is not None
+
+
+@pytest.fixture(autouse=True)
+def _no_tune_after_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`optimize` tunes its best kernel by default; a test of the loop replays only the checks
+    of its own candidates, so the tune is off unless a test (tests/agent/test_tune_after.py)
+    turns it on."""
+    monkeypatch.setenv("KERNELWRIGHT_TUNE__ENABLED", "false")
+    yield
+
+
+def proposed_launch(candidate: Path) -> dict[str, Any] | None:
+    """A hand-written candidate's launch (its .toml's [launch]) as a model's reply carries it:
+    the knobs it names replaced by their defaults in the .cu (a proposal's launch is read over
+    the task's sizes alone)."""
+    from kernelwright.tools.knobs import knob_values
+    from kernelwright.tools.spec import LaunchSpec
+
+    sidecar = candidate.with_suffix(".toml")
+    if not sidecar.is_file():
+        return None
+    raw = tomllib.loads(sidecar.read_text())["launch"]
+    launch = LaunchSpec.model_validate({k: _texts(v) for k, v in raw.items()})
+    bound = launch.bind(knob_values(candidate.read_text())).model_dump()
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in bound.items()}
+
+
+def _texts(value: Any) -> Any:
+    return [str(v) for v in value] if isinstance(value, list) else str(value)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -32,8 +32,9 @@ class GpuBackend(Protocol):
 
 
 def candidate_key(task: Task, candidate: Candidate) -> str:
-    """What identifies a candidate for replay: the task's name, its source and its launch."""
-    launch = getattr(candidate, "launch", None)
+    """What identifies a candidate for replay: the task's name, its source and its launch (as it
+    runs: the knobs it names in place)."""
+    launch = getattr(candidate, "bound_launch", getattr(candidate, "launch", None))
     parts: list[Any] = [task.name, candidate.source, launch.model_dump() if launch else None]
     if flags := candidate.compile_flags("nvrtc"):  # none: the keys recorded before options
         parts.append(list(flags))

@@ -72,6 +72,40 @@ def names(text: str | int | float) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
 
 
+def substitute(text: str | int | float, values: Mapping[str, int]) -> str:
+    """The expression with the names in `values` replaced by their numbers ("ceil_div(N, 4 *
+    BLOCK)" with BLOCK=128 is "ceil_div(N, 4 * 128)"); the other names stay."""
+    if not names(text) & set(values):
+        return str(text)
+
+    class Put(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.expr:
+            node.args = [self.visit(a) for a in node.args]  # the function's own name stays
+            return node
+
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return ast.Constant(values[node.id]) if node.id in values else node
+
+    return ast.unparse(Put().visit(parse(text)))
+
+
+def name_constant(text: str | int | float, value: int, name: str) -> str | None:
+    """The expression with each literal `value` replaced by `name` ("ceil_div(N, 256)" with
+    256 as BLOCK is "ceil_div(N, BLOCK)"); None when the literal is not in it."""
+    found = False
+
+    class Put(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.expr:
+            nonlocal found
+            if type(node.value) is int and node.value == value:
+                found = True
+                return ast.Name(name, ast.Load())
+            return node
+
+    out = ast.unparse(Put().visit(parse(text)))
+    return out if found else None
+
+
 def evaluate(text: str | int | float, env: Mapping[str, int | float]) -> float:
     """Evaluate an expression with the sizes in env."""
     tree = parse(text)

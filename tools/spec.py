@@ -9,13 +9,14 @@ import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import expr
 from .errors import TaskError
 from .files import read_text
+from .knobs import check_values, knob_values
 from .signature import C_TYPES, ctype_matches, find_params, is_global_kernel
 
 DTYPES = tuple(C_TYPES)
@@ -48,6 +49,17 @@ class LaunchSpec(Frozen):
         block = tuple(expr.evaluate_int(e, sizes) for e in self.block)
         grid = tuple(expr.evaluate_int(e, sizes) for e in self.grid)
         return grid, block, expr.evaluate_int(self.shared_mem_bytes, sizes)
+
+    def bind(self, values: dict[str, int]) -> LaunchSpec:
+        """The launch with the knobs it names replaced by their values (a kernel's #ifndef
+        knobs, as the build sets them): expressions over the sizes alone."""
+        if not values:
+            return self
+        return LaunchSpec(
+            block=tuple(expr.substitute(e, values) for e in self.block),
+            grid=tuple(expr.substitute(e, values) for e in self.grid),
+            shared_mem_bytes=expr.substitute(self.shared_mem_bytes, values),
+        )
 
 
 class CudaTask(Frozen):
@@ -89,6 +101,10 @@ class CudaTask(Frozen):
         """The task's own kernel as a candidate, at the task's launch: checked against itself
         it must read 1.00x."""
         return CudaCandidate(path=self.source_path, source=self.source, launch=None)
+
+    def worker_task(self) -> CudaTask:
+        """The task as its workers are sent it: itself."""
+        return self
 
     @property
     def compile_entry(self) -> str:
@@ -196,17 +212,30 @@ class CudaCandidate(Frozen):
     kind: ClassVar[Literal["cuda"]] = "cuda"  # a ClassVar: not in the candidate's dump
     path: str
     source: str
-    launch: LaunchSpec | None = None  # None: the task's launch
+    launch: LaunchSpec | None = None  # None: the task's launch; it may name the kernel's knobs
     options: CompileOptions = CompileOptions()  # the compiler's, beside the source
+    # the values `tune` may try for a knob (a sidecar's [tune]); a knob not named: its default's
+    # neighbours by powers of two
+    tune_values: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def compile_flags(self, backend: str) -> tuple[str, ...]:
         """What the compiler is told beside the source, as `backend` spells it."""
         return self.options.flags(backend)
 
+    @property
+    def bound_launch(self) -> LaunchSpec | None:
+        """The launch as this build runs it: the knobs it names replaced by their values (the
+        source's defaults, or what the options define)."""
+        if self.launch is None:
+            return None
+        return self.launch.bind(knob_values(self.source, self.options.defines))
+
     def worker_job(self, task_path: str) -> dict[str, Any]:
-        """What the candidate's worker is told of it beside its cubin: its own launch, or None
-        for the task's (`task_path` matters to a KernelBench candidate only)."""
-        return {"launch": self.launch.model_dump() if self.launch else None}
+        """What the candidate's worker is told of it beside its cubin: its own launch (with
+        its knobs' values in place), or None for the task's (`task_path` matters to a
+        KernelBench candidate only)."""
+        launch = self.bound_launch
+        return {"launch": launch.model_dump() if launch else None}
 
 
 def _fail(path: Path, field: str, problem: str) -> TaskError:
@@ -553,32 +582,69 @@ def _reference(spec_path: Path, raw: Any) -> str:
 
 
 def load_cuda_candidate(task: CudaTask, path: Path) -> CudaCandidate:
-    """A candidate .cu for a task, with an optional sidecar .toml holding [launch] and
-    [compile] (the options `kernelwright tune` found: see CompileOptions)."""
+    """A candidate .cu for a task, with an optional sidecar .toml holding [launch], [compile]
+    (the options `kernelwright tune` found: see CompileOptions) and [tune] (the values tune
+    may try per knob: { BLOCK = [64, 128, 256] })."""
     path = path.resolve()
     try:
         source = read_text(path)
     except OSError as exc:
         raise _fail(path, "", f"cannot read candidate: {exc.strerror}") from None
     check_signature(path, source, task.entry, task.args, Path(task.path))
-    launch, options = None, CompileOptions()
+    launch, options, values = None, CompileOptions(), {}
     sidecar = path.with_suffix(".toml")
     if sidecar.is_file():
         raw = _read_toml(sidecar)
         for key in raw:
-            if key not in ("launch", "compile"):
-                why = "unknown field (a candidate's .toml holds [launch] and [compile])"
+            if key not in ("launch", "compile", "tune"):
+                why = "unknown field (a candidate's .toml holds [launch], [compile] and [tune])"
                 raise _fail(sidecar, key, why)
-        if "launch" in raw:
-            launch = parse_launch(sidecar, raw["launch"], set(task.bench))
-            for sizes in (task.bench, *task.checks):
-                try:
-                    launch.resolve(sizes)
-                except expr.ExprError as exc:
-                    raise _fail(sidecar, "launch", str(exc)) from None
         if "compile" in raw:
             options = parse_compile(sidecar, raw["compile"])
-    return CudaCandidate(path=str(path), source=source, launch=launch, options=options)
+        if "launch" in raw:
+            launch = candidate_launch(sidecar, raw["launch"], task, source, options.defines)
+        if "tune" in raw:
+            checked = check_values(source, raw["tune"]) if isinstance(raw["tune"], dict) else ""
+            if isinstance(checked, str):
+                raise _fail(sidecar, "tune", checked or "expected a table, e.g. BLOCK = [64, 128]")
+            values = checked
+    return CudaCandidate(
+        path=str(path),
+        source=source,
+        launch=launch,
+        options=options,
+        tune_values=tuple(sorted(values.items())),
+    )
+
+
+class HasSizes(Protocol):
+    """A task whose kernels launch over its sizes: a CUDA task's, or a cpp task's."""
+
+    @property
+    def bench(self) -> dict[str, int]: ...
+
+    @property
+    def checks(self) -> tuple[dict[str, int], ...]: ...
+
+
+def candidate_launch(
+    path: Path,
+    raw: Any,
+    task: HasSizes,
+    source: str,
+    defines: tuple[tuple[str, int], ...] = (),
+) -> LaunchSpec:
+    """A candidate's launch: expressions over the task's sizes and the kernel's knobs (its
+    `#ifndef NAME` macros), checked to evaluate at every size with the knobs' values."""
+    values = knob_values(source, defines)
+    launch = parse_launch(path, raw, set(task.bench) | set(values))
+    bound = launch.bind(values)
+    for sizes in (task.bench, *task.checks):
+        try:
+            bound.resolve(sizes)
+        except expr.ExprError as exc:
+            raise _fail(path, "launch", str(exc)) from None
+    return launch
 
 
 def parse_compile(path: Path, raw: Any) -> CompileOptions:

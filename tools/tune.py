@@ -2,78 +2,257 @@
 and the launch leave open (after CuAsmRL, which searched SASS schedules; no maintained assembler
 reaches sm_90, so here the knobs are the compiler's and the launch's).
 
-The space: the kernel's own `#ifndef NAME` knobs (Kernel Tuner's convention), a register cap,
-the ptxas level, and, where asked, the numeric approximations; a configuration whose machine
-code is the same as one already in the space is dropped before any GPU time is spent on it. The
-rule: a configuration is kept only if it is correct and at least 2% faster than the best so far,
-with spreads that do not overlap.
+The space, one dimension each: the kernel's own `#ifndef NAME` knobs (Kernel Tuner's
+convention; a launch that names them follows them), the block shape where the kernel does not
+choose it through a knob (derived from the launch's expressions: see `derived_block`), a
+register cap, the ptxas level and, where asked, the numeric approximations. A configuration
+whose machine code and launch are those of one already seen is dropped before any GPU time is
+spent on it. The rule: a configuration is kept only if it is correct and at least 2% faster than
+the best so far, with spreads that do not overlap.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
-import re
+import math
 import struct
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
+from . import expr
+from .knobs import Knob, knob_values, knobs
 from .results import CheckReport, CompileResult
-from .spec import CompileOptions
+from .search import Point
+from .spec import CompileOptions, CudaCandidate, CudaTask, LaunchSpec
+
+__all__ = ["Knob", "knobs"]
 
 GAIN = 1.02  # kept only if at least this much faster than the best so far
 REGISTER_CAPS = (32, 64, 96, 128, 168, 255)
 PTXAS_LEVELS = (1, 2)  # 3 is the default
-_KNOB = re.compile(
-    r"^[ \t]*#[ \t]*ifndef[ \t]+([A-Z][A-Z0-9_]*)[ \t]*\n"
-    r"[ \t]*#[ \t]*define[ \t]+\1[ \t]+(\d+)[ \t]*$",
-    re.M,
-)
+BLOCKS_1D = (64, 128, 256, 512, 1024)
+BLOCKS_X = (8, 16, 32, 64, 128)  # a 2-D block's x (a warp's lanes run along x)
+BLOCKS_Y = (1, 2, 4, 8, 16, 32)
+MAX_THREADS = 1024  # a block's threads at most, on every GPU since Fermi
+MIN_DERIVED_THREADS = 64  # a derived block shape's threads at least: two warps
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+NUMERICS = {  # the approximations, each as the options it sets
+    "exact": {},
+    "fast math": {"fast_math": True},
+    "flush to zero": {"ftz": True},
+    "approximate division and sqrt": {"prec_div": False, "prec_sqrt": False},
+}
+_AXES = ("X", "Y", "Z")
 
 
 @dataclass(frozen=True)
-class Knob:
-    """A `#ifndef NAME / #define NAME VALUE` in the kernel: a value tune may set with -D."""
+class Config:
+    """One configuration: the options the kernel is built with and the launch it runs with
+    (the candidate's own, or one derived for another block shape)."""
 
-    name: str
-    default: int
+    options: CompileOptions
+    launch: LaunchSpec | None
+    block: tuple[int, ...] = ()  # the derived block shape, when the search sets it
+    settings: tuple[tuple[str, Any], ...] = ()  # each dimension's value, as the memory keeps it
 
-    def values(self) -> tuple[int, ...]:
-        """The default and its neighbours by powers of two (Kernel Tuner's usual grid)."""
-        d = self.default
-        around = [d // 4, d // 2, d, d * 2, d * 4] if d > 1 else [1, 2, 4, 8]
-        return tuple(sorted({v for v in around if v >= 1}))
+    def apply(self, candidate: CudaCandidate) -> CudaCandidate:
+        return candidate.model_copy(update={"options": self.options, "launch": self.launch})
+
+    def describe(self) -> str:
+        """As a person reads it: "BLOCK=128, block 128x2, maxrregcount 64", or "defaults"."""
+        text = describe(self.options)
+        if self.block:
+            shape = "block " + "x".join(map(str, self.block))
+            text = shape if text == "defaults" else f"{shape}, {text}"
+        return text
 
 
-def knobs(source: str) -> list[Knob]:
-    """The kernel's tunable knobs, in the order the source declares them."""
-    seen: dict[str, Knob] = {}
-    for m in _KNOB.finditer(source):
-        seen.setdefault(m.group(1), Knob(m.group(1), int(m.group(2))))
-    return list(seen.values())
+def describe(options: CompileOptions) -> str:
+    """Compile options as a person reads them: "TILE=8, maxrregcount 64", or "defaults"."""
+    parts = [f"{n}={v}" for n, v in options.defines]
+    if options.maxrregcount is not None:
+        parts.append(f"maxrregcount {options.maxrregcount}")
+    if options.ptxas_level is not None:
+        parts.append(f"ptxas -O{options.ptxas_level}")
+    if options.fast_math:
+        parts.append("fast math")
+    if options.ftz:
+        parts.append("flush to zero")
+    if not options.prec_div:
+        parts.append("approximate division")
+    if not options.prec_sqrt:
+        parts.append("approximate sqrt")
+    return ", ".join(parts) or "defaults"
 
 
-def space(source: str, *, numerics: bool = False, limit: int = 4096) -> list[CompileOptions]:
-    """Every configuration to consider, the default first: each knob's values crossed with
-    each other, then (one at a time, from the default knobs) the register caps, the ptxas
-    levels and, with `numerics`, the approximations. At most `limit` knob combinations."""
-    found = knobs(source)
-    grids = [k.values() for k in found]
-    default_defines = tuple((k.name, k.default) for k in found)
-    configs = [CompileOptions()]
-    for values in itertools.islice(itertools.product(*grids), limit):
-        defines = tuple((k.name, v) for k, v in zip(found, values, strict=True))
-        if defines != default_defines:
-            configs.append(CompileOptions(defines=defines))
-    configs += [CompileOptions(maxrregcount=r) for r in REGISTER_CAPS]
-    configs += [CompileOptions(ptxas_level=level) for level in PTXAS_LEVELS]
+@dataclass(frozen=True)
+class Dimension:
+    name: str  # a knob's name, "block.x", "maxrregcount", "ptxas", "numerics"
+    values: tuple[Any, ...]
+
+
+def derived_block(launch: LaunchSpec, known: Iterable[str]) -> LaunchSpec | None:
+    """The launch with its block made of names (BLOCK_X, BLOCK_Y) that the grid follows, when
+    it can be told how: a block of whole numbers, a launch naming no knob (`known`: the sizes),
+    and each tuned axis's grid dividing by that axis's own number ("ceil_div(N, 16)" becomes
+    "ceil_div(N, BLOCK_X)"). An axis whose grid does not name its number keeps its block.
+    None when no axis can be tuned: then the kernel's own knobs are the way (the launch names
+    them)."""
+    names = set().union(*(expr.names(e) for e in (*launch.block, *launch.grid)))
+    if names - set(known) or not all(str(b).isdigit() for b in launch.block):
+        return None
+    block, grid = list(launch.block), list(launch.grid)
+    for axis, b in enumerate(launch.block[:2]):
+        if axis < len(grid) and (named := expr.name_constant(grid[axis], int(b), _name(axis))):
+            block[axis], grid[axis] = _name(axis), named
+    if block == list(launch.block):
+        return None
+    return LaunchSpec(
+        block=tuple(block), grid=tuple(grid), shared_mem_bytes=launch.shared_mem_bytes
+    )
+
+
+def _name(axis: int) -> str:
+    return f"BLOCK_{_AXES[axis]}"
+
+
+@dataclass
+class Space:
+    """The configurations of one kernel: a grid of dimensions, the start's point in it."""
+
+    task: CudaTask
+    start: CudaCandidate
+    dims: list[Dimension]
+    origin: Point  # the start's own point
+    template: LaunchSpec | None = None  # the derived launch, when the block is searched
+    _valid: dict[Point, str] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(d.values) for d in self.dims)
+
+    def config(self, point: Point) -> Config:
+        chosen = {d.name: d.values[i] for d, i in zip(self.dims, point, strict=True)}
+        defaults = {k.name: k.default for k in knobs(self.start.source)}
+        options = self.start.options.model_dump()
+        defines = dict(self.start.options.defines)
+        for name in defaults:
+            if name in chosen:
+                defines[name] = chosen[name]
+            if defines.get(name) == defaults[name]:
+                del defines[name]  # the default needs no -D: the same build as the start's
+        options["defines"] = tuple(defines.items())
+        options["maxrregcount"] = chosen.get("maxrregcount", options["maxrregcount"])
+        options["ptxas_level"] = chosen.get("ptxas", options["ptxas_level"])
+        if "numerics" in chosen:
+            options.update(fast_math=False, ftz=False, prec_div=True, prec_sqrt=True)
+            options.update(NUMERICS[chosen["numerics"]])
+        launch, block = self.start.launch, tuple[int, ...]()
+        if self.template is not None:
+            axes = [a for a in range(len(self.template.block)) if f"block.{'xyz'[a]}" in chosen]
+            values = {_name(a): int(chosen[f"block.{'xyz'[a]}"]) for a in axes}
+            launch = self.template.bind(values)
+            block = tuple(int(b) for b in launch.block)
+            if launch.block == (self.start.launch or self.task.launch).block:
+                launch, block = self.start.launch, ()  # the start's own launch, as written
+        return Config(
+            CompileOptions.model_validate(options), launch, block, tuple(sorted(chosen.items()))
+        )
+
+    def problem(self, point: Point) -> str:
+        """Why a point cannot run ("" when it can): its block or grid out of the GPU's limits
+        at some size, or a launch that does not evaluate."""
+        if point not in self._valid:
+            config = self.config(point)
+            self._valid[point] = launch_problem(self.task, config.apply(self.start))
+            if config.block and math.prod(config.block) < MIN_DERIVED_THREADS:
+                self._valid[point] = f"block of {math.prod(config.block)} threads: too few"
+        return self._valid[point]
+
+    def point(self, settings: Mapping[str, Any]) -> Point | None:
+        """The point of a configuration kept elsewhere (the memory's), its dimensions this
+        space lacks left at the start's; None when none of them is in this space."""
+        point, matched = list(self.origin), False
+        for axis, d in enumerate(self.dims):
+            value = settings.get(d.name, _MISSING)
+            if value is not _MISSING and value in d.values:
+                point[axis], matched = d.values.index(value), True
+        return tuple(point) if matched else None
+
+
+_MISSING = object()
+
+
+def space(task: CudaTask, candidate: CudaCandidate, *, numerics: bool = False) -> Space:
+    """Every configuration of `candidate` to consider, as dimensions around its own values."""
+    dims: list[Dimension] = []
+    current = knob_values(candidate.source, candidate.options.defines)
+    limits = dict(candidate.tune_values)
+    for knob in knobs(candidate.source):
+        dims.append(_dim(knob.name, limits.get(knob.name) or knob.values(), current[knob.name]))
+    launch = candidate.launch or task.launch
+    template = derived_block(launch, task.bench)
+    if template is not None:
+        for axis, name in enumerate(template.block[:2]):
+            if name == _name(axis):
+                grid = BLOCKS_1D if len(template.block) == 1 else (BLOCKS_X, BLOCKS_Y)[axis]
+                dims.append(_dim(f"block.{'xyz'[axis]}", grid, int(launch.block[axis])))
+    o = candidate.options
+    dims.append(_dim("maxrregcount", (None, *REGISTER_CAPS), o.maxrregcount))
+    dims.append(_dim("ptxas", (None, *PTXAS_LEVELS), o.ptxas_level))
     if numerics:
-        configs += [
-            CompileOptions(fast_math=True),
-            CompileOptions(ftz=True),
-            CompileOptions(prec_div=False, prec_sqrt=False),
-        ]
-    return configs
+        dims.append(Dimension("numerics", tuple(NUMERICS)))
+    origin = tuple(_index(d, candidate, current, launch) for d in dims)
+    return Space(task, candidate, dims, origin, template)
+
+
+def _dim(name: str, values: Iterable[Any], start: Any) -> Dimension:
+    """A dimension of these values and the start's, in order (None first)."""
+    found = set(values) | {start}
+    ordered = sorted((v for v in found if v is not None), key=lambda v: v)
+    return Dimension(name, ((None,) if None in found else ()) + tuple(ordered))
+
+
+def _index(d: Dimension, cand: CudaCandidate, knob_now: dict[str, int], launch: LaunchSpec) -> int:
+    o = cand.options
+    if d.name in knob_now:
+        return d.values.index(knob_now[d.name])
+    if d.name.startswith("block."):
+        return d.values.index(int(launch.block["xyz".index(d.name[-1])]))
+    if d.name == "numerics":
+        now = next(
+            (k for k, v in NUMERICS.items() if v and all(getattr(o, f) == x for f, x in v.items())),
+            "exact",
+        )
+        return d.values.index(now)
+    return d.values.index({"maxrregcount": o.maxrregcount, "ptxas": o.ptxas_level}[d.name])
+
+
+def launch_problem(task: CudaTask, candidate: CudaCandidate) -> str:
+    """Why a candidate's launch cannot run at some size ("" when it can run at all of them)."""
+    launch = candidate.bound_launch or task.launch
+    for sizes in (task.bench, *task.checks):
+        try:
+            grid, block, _ = launch.resolve(sizes)
+        except expr.ExprError as exc:
+            return f"launch: {exc}"
+        if any(b < 1 for b in block) or any(g < 1 for g in grid):
+            return f"launch: block {block}, grid {grid} at {sizes}"
+        if math.prod(block) > MAX_THREADS or any(
+            b > m for b, m in zip(block, MAX_BLOCK, strict=False)
+        ):
+            return f"block of {'x'.join(map(str, block))} threads: more than the GPU takes"
+        if any(g > m for g, m in zip(grid, MAX_GRID, strict=False)):
+            return f"grid {grid} at {sizes}: more blocks than the GPU takes"
+    return ""
+
+
+def launch_key(task: CudaTask, candidate: CudaCandidate) -> str:
+    """What a candidate launches at every size: with its machine code, what decides a run."""
+    launch = candidate.bound_launch or task.launch
+    return repr([launch.resolve(sizes) for sizes in (task.bench, *task.checks)])
 
 
 def machine_code(cubin: bytes) -> bytes:
@@ -101,10 +280,11 @@ def machine_code(cubin: bytes) -> bytes:
     return b"".join(out) if out else cubin
 
 
-def fingerprint(result: CompileResult, cubin: bytes) -> str:
-    """What decides how a build runs: its machine code and the resources it asks for."""
+def fingerprint(result: CompileResult, cubin: bytes, launch: str = "") -> str:
+    """What decides how a build runs: its machine code, the resources it asks for and (for the
+    same code run with another block shape) its launch."""
     resources = (result.registers, result.shared_mem_bytes, result.spill_stores_bytes)
-    return hashlib.sha256(repr(resources).encode() + machine_code(cubin)).hexdigest()
+    return hashlib.sha256(repr((resources, launch)).encode() + machine_code(cubin)).hexdigest()
 
 
 RUNS = (b".text.", b".nv.constant", b".nv.global.init")  # the sections that decide what runs
@@ -113,44 +293,45 @@ RUNS = (b".text.", b".nv.constant", b".nv.global.init")  # the sections that dec
 Build = Callable[[CompileOptions], tuple[CompileResult, bytes | None]]
 
 
+class Distinct:
+    """Configurations that build to code of their own: the first of each kind is new, the
+    others are dropped with why. `build` compiles one (on the CPU: no GPU time is spent)."""
+
+    def __init__(self, build: Build) -> None:
+        self.build = build
+        self.seen: dict[str, tuple[str, Any]] = {}  # fingerprint -> the first's name and tag
+
+    def check(
+        self, options: CompileOptions, launch: str = "", name: str = "", tag: Any = None
+    ) -> tuple[str, Any]:
+        """("", None) for a configuration new in what it runs; else why it is dropped, and
+        the tag of the configuration it runs the same code as (None: it does not build)."""
+        result, cubin = self.build(options)
+        if not result.ok or cubin is None:
+            return f"does not compile: {result.first_error}", None
+        mark = fingerprint(result, cubin, launch)
+        if mark in self.seen:
+            first, twin = self.seen[mark]
+            return f"same code as {first}", twin
+        self.seen[mark] = (name or describe(options), tag)
+        return "", None
+
+
 def distinct(
     configs: Iterable[CompileOptions], build: Build
 ) -> tuple[list[CompileOptions], list[tuple[CompileOptions, str]]]:
-    """The configurations that build to code of their own, the first of each kind kept, and
-    those dropped with why: `build` compiles one (on the CPU: no GPU time is spent here)."""
+    """The compile options that build to code of their own, the first of each kind kept, and
+    those dropped with why."""
+    seen = Distinct(build)
     kept: list[CompileOptions] = []
     dropped: list[tuple[CompileOptions, str]] = []
-    seen: dict[str, CompileOptions] = {}
     for config in configs:
-        result, cubin = build(config)
-        if not result.ok or cubin is None:
-            dropped.append((config, f"does not compile: {result.first_error}"))
-            continue
-        mark = fingerprint(result, cubin)
-        if mark in seen:
-            dropped.append((config, f"same code as {describe(seen[mark])}"))
-            continue
-        seen[mark] = config
-        kept.append(config)
+        why, _ = seen.check(config)
+        if why:
+            dropped.append((config, why))
+        else:
+            kept.append(config)
     return kept, dropped
-
-
-def describe(config: CompileOptions) -> str:
-    """A configuration as a person reads it: "TILE=8, maxrregcount 64", or "defaults"."""
-    parts = [f"{n}={v}" for n, v in config.defines]
-    if config.maxrregcount is not None:
-        parts.append(f"maxrregcount {config.maxrregcount}")
-    if config.ptxas_level is not None:
-        parts.append(f"ptxas -O{config.ptxas_level}")
-    if config.fast_math:
-        parts.append("fast math")
-    if config.ftz:
-        parts.append("flush to zero")
-    if not config.prec_div:
-        parts.append("approximate division")
-    if not config.prec_sqrt:
-        parts.append("approximate sqrt")
-    return ", ".join(parts) or "defaults"
 
 
 def beats(report: CheckReport, best: CheckReport) -> bool:

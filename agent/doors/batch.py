@@ -33,8 +33,9 @@ from .batch_report import original_failure, write_task_json
 
 
 def discover(root: Path, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], list[Skipped]]:
-    """The tasks under root (both formats) and what was passed over, with why (pure but for
-    reading files). CUDA tasks are found by a .toml with an `entry`; a .toml that does not parse
+    """The tasks under root (every format) and what was passed over, with why (pure but for
+    reading files). CUDA tasks are found by a .toml with an `entry`, C++ tasks by one with
+    kind = "cpp" (an inputs.py beside it is listed as passed over); a .toml that does not parse
     beside a .cu of its name counts as a (broken) task, so its error reaches the report."""
     root = root.resolve()
     excluded = {p.resolve() for p in exclude}
@@ -55,6 +56,9 @@ def discover(root: Path, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
                 else:
                     why = "not valid TOML, and no .cu of its name beside it"
                     skipped.append(Skipped(path, why))
+                continue
+            if raw.get("kind") == "cpp":  # a C++ task: its .cpp is claimed by name, not listed
+                found.append(_found(root, path, "cpp", found))
                 continue
             if "entry" not in raw:
                 why = "no entry: not a task (a candidate's launch, or another tool's file)"
@@ -117,7 +121,7 @@ def _python_kind(path: Path) -> str:
 
 
 def _found(
-    root: Path, path: Path, kind: Literal["cuda", "kernelbench"], seen: list[Found]
+    root: Path, path: Path, kind: Literal["cuda", "kernelbench", "cpp"], seen: list[Found]
 ) -> Found:
     rel = path.relative_to(root)
     if rel.parent != Path(".") and path.stem == path.parent.name:
@@ -229,6 +233,7 @@ def run_one(
                 max_seconds=batch.minutes * 60,
                 plateau=batch.plateau,
                 memory=batch.memory,
+                tune=batch.tune,
                 resume=unfinished is not None,
                 model=model,
                 gpu=RecordingGpu(gpu, runs / "checks.jsonl"),

@@ -23,8 +23,8 @@ Status = Literal["pending", "running", "done", "failed"]
 class Found:
     id: str  # the task's place in the tree: "gelu", "kernelbench/relu_mlp"
     slug: str  # id as a file name
-    path: Path  # the task file: name.toml or a KernelBench .py
-    kind: Literal["cuda", "kernelbench"]
+    path: Path  # the task file: name.toml (a CUDA or C++ task) or a KernelBench .py
+    kind: Literal["cuda", "kernelbench", "cpp"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class TaskState(BaseModel):
     id: str
     slug: str
     path: str
-    kind: Literal["cuda", "kernelbench"]
+    kind: Literal["cuda", "kernelbench", "cpp"]
     status: Status = "pending"
     reason: str = ""  # why it failed, in one line
     stop_reason: str = ""  # why its loop stopped
@@ -63,6 +63,7 @@ class BatchState(BaseModel):
     minutes: float = 60.0
     plateau: int = 4
     memory: bool = True
+    tune: bool | None = None  # False: each best kernel left untuned (--no-tune); None: settings
     backend: str | None = None  # the compile backend; None: the settings'
     # where it runs (batch_dask.py): --gpus or --scheduler, kept so a resume runs there too
     gpus: str | None = None
@@ -131,6 +132,8 @@ class TaskReport(BaseModel):
     roofline_before: float | None = None  # floor / baseline: share of the bound achieved
     roofline_after: float | None = None  # floor / best
     techniques: list[str] = []  # the tags along the best kernel's line of descent
+    tune_gain: float | None = None  # tuning the best kernel: its gain (None: not tuned)
+    tune_best: str = ""  # the configuration that won, or why it was not tuned
     best_attempt: int = 0
     attempts: list[dict[str, Any]] = []  # each attempt, without its source (in the run dir)
     device: str = ""

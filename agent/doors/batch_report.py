@@ -76,6 +76,7 @@ def task_report(task: TaskState, out: Path, device: DeviceInfo | None = None) ->
     update: dict[str, Any] = {
         "attempts": [a.model_dump(mode="json", exclude={"source"}) for a in attempts],
         "best_kernel": str(RunDir(Path(task.run_dir)).best_file),
+        **_tuned(Path(task.run_dir)),
     }
     if loaded is not None:
         update["name"] = loaded.name
@@ -103,6 +104,28 @@ def task_report(task: TaskState, out: Path, device: DeviceInfo | None = None) ->
         if task.status == "done" and best is not None:
             update["verdict"] = "faster"
     return report.model_copy(update=update)
+
+
+def _tuned(run_dir: Path) -> dict[str, Any]:
+    """What tuning the run's best kernel found (its tune.json): the gain and the winner, or
+    why it was not tuned; nothing when it was not tuned at all."""
+    path = run_dir / "tune.json"
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    if "error" in data:
+        return {"tune_best": f"not tuned: {data['error']}"}
+    return {"tune_gain": data.get("gain"), "tune_best": str(data.get("best", ""))}
+
+
+def _tune(r: TaskReport) -> str:
+    """The tune column: "1.05x (BLOCK=128)", "1.00x", or why it was not tuned."""
+    if r.tune_gain is None:
+        return r.tune_best
+    return f"{r.tune_gain:.2f}x" + (f" ({r.tune_best})" if r.tune_gain > 1.0 else "")
 
 
 def _lineage(attempts: list[Attempt], index: int) -> list[str]:
@@ -202,15 +225,16 @@ def markdown(data: dict[str, Any], reports: list[TaskReport]) -> str:
         "- plots: report.html; per task: tasks/NAME.json; "
         "runs (best.cu or best.py, attempts): runs/NAME/",
         "",
-        "| task | verdict | baseline ms | best ms | speedup | roofline before → after "
-        "| attempts | techniques | stopped, or why it failed |"
+        "| task | verdict | baseline ms | best ms | speedup | tune gain "
+        "| roofline before → after | attempts | techniques | stopped, or why it failed |"
         + (" gpu |" if data["gpus"] else ""),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         + (" --- |" if data["gpus"] else ""),
     ]
     for r in reports:
         lines.append(
             f"| {r.id} | {r.verdict} | {_ms(r.baseline_ms)} | {_ms(r.best_ms)} | {_speed(r)} "
+            f"| {clip(_tune(r), 40, cell=True)} "
             f"| {_pct(r.roofline_before, r.roofline_after)} | {len(r.attempts)} "
             f"| {clip(', '.join(r.techniques), 50, cell=True)} "
             f"| {clip(r.reason or r.stop_reason, 90, cell=True)} |"
@@ -230,7 +254,7 @@ def html(data: dict[str, Any], reports: list[TaskReport], images: dict[str, str]
     import jinja2
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(ms=_ms, speed=_speed, rel=_rel)
+    env.filters.update(ms=_ms, speed=_speed, rel=_rel, tune=_tune)
     env.globals.update(pct=_pct, times=times)
     source = resources.files("kernelwright.agent.doors").joinpath("templates/batch_report.html.j2")
     return env.from_string(source.read_text()).render(data=data, reports=reports, images=images)

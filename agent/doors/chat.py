@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kernelwright.agent.doors import jobs
-from kernelwright.agent.formats import episode_line, event_line
+from kernelwright.agent.formats import episode_line, event_line, tune_outcome
 from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import Message
 from kernelwright.tools.errors import KernelwrightError
@@ -246,6 +246,8 @@ class ChatSession:
                 else "Nothing beat the original this time."
             )
         )
+        if outcome.tune is not None:  # the settings' [tune] said to tune the best kernel
+            self.say(f"tune: {escape(tune_outcome(outcome.tune))}")
         if self.best is not outcome and self.best is not None:
             self.say(f"an earlier run's {self.best.best_speedup:.2f}x stays the best")
 
@@ -307,7 +309,7 @@ class ChatSession:
             return
         dest.write_text(best.best_source)
         sidecar, launch = dest.with_suffix(".toml"), best.run_dir / "best.toml"
-        if best.best_launch and launch.is_file():
+        if launch.is_file():  # its launch, and the compile options a tune found
             shutil.copyfile(launch, sidecar)
         elif sidecar.exists():
             sidecar.unlink()  # a launch left from an earlier best would not fit this kernel

@@ -27,7 +27,7 @@ from .cli_eval import eval_app
 from .cli_import import import_app
 from .cli_memory import memory_app
 from .cli_sessions import chat, mcp
-from .flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
+from .flags import BackendFlag, Minutes, ModelFlag, NoMemory, NoTune, Plateau
 
 app = typer.Typer(
     name="kernelwright",
@@ -161,12 +161,23 @@ def optimize(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     no_memory: NoMemory = False,
+    no_tune: NoTune = False,
 ) -> None:
-    """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau."""
+    """Make TASK's kernel faster: propose, compile, verify, reflect, until a budget or plateau.
+
+    Then the best kernel is tuned (kernelwright tune, with the settings' [tune] limits): a
+    winning launch and compile options go into the run's best.toml, and the end shows what
+    was tried. --no-tune leaves it as the loop found it."""
     from rich.text import Text
 
     from kernelwright.agent.doors import jobs
-    from kernelwright.agent.formats import attempt_text, search_event_line, search_table
+    from kernelwright.agent.formats import (
+        attempt_text,
+        search_event_line,
+        search_table,
+        tune_outcome,
+        tune_table,
+    )
     from kernelwright.agent.rundir import RunDir
     from kernelwright.tools.results import Attempt
 
@@ -198,6 +209,7 @@ def optimize(
                 resume=resume,
                 progress=progress,
                 memory=False if no_memory else None,
+                tune=False if no_tune else None,
             )
     finally:
         machine.close()
@@ -212,11 +224,16 @@ def optimize(
                     "best_kernel": str(best_kernel),
                     "attempts": [a.model_dump(mode="json") for a in run.attempts],
                     "choices": [c.model_dump(mode="json") for c in run.choices],
+                    "tune": run.tune,
                 },
                 indent=2,
             )
         )
         return
+    if run.tune is not None:
+        if (table := tune_table(run.tune, "Tuning the best kernel")) is not None:
+            out.print(table)
+        out.print(Text(f"tune: {tune_outcome(run.tune)}"), soft_wrap=True)
     out.print(
         f"[bold]{run.best_speedup:.2f}x[/] over the original, "
         f"{len(run.attempts)} candidates, stopped: {run.stop_reason}",
@@ -238,8 +255,14 @@ def tune(
         Path | None,
         typer.Argument(help="A correct kernel .cu to tune; default: the task's own kernel."),
     ] = None,
-    budget: Annotated[int, typer.Option(min=1, help="Configurations to check at most.")] = 24,
-    minutes: Annotated[float, typer.Option(min=0.1, help="Wall time budget in minutes.")] = 3.0,
+    budget: Annotated[
+        int | None,
+        typer.Option(min=1, help="Configurations to check at most (default: the setting, 24)."),
+    ] = None,
+    minutes: Annotated[
+        float | None,
+        typer.Option(min=0.1, help="Wall time budget in minutes (default: the setting, 3)."),
+    ] = None,
     numerics: Annotated[
         bool,
         typer.Option(
@@ -249,18 +272,23 @@ def tune(
         ),
     ] = False,
     backend: BackendFlag = None,
+    no_memory: NoMemory = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Search a correct kernel's compile options on this GPU, with no model.
+    """Search a correct kernel's knobs, block shape and compile options on this GPU, no model.
 
-    Its #ifndef knobs, a register cap, the ptxas level. A configuration is kept only if the
-    verifier finds it correct and at least 2% faster with spreads apart; then NAME.tuned.cu and
-    NAME.tuned.toml are written beside the kernel (check them with `kernelwright check TASK
-    NAME.tuned.cu`)."""
+    Its #ifndef knobs (a launch in its .toml may name them), its block shape where the launch
+    fixes it, a register cap, the ptxas level; earlier winners on this GPU architecture are
+    tried first, and each configuration checked is remembered. One is kept only if the
+    verifier finds it correct and at least 2% faster with spreads apart; then NAME.tuned.cu
+    and NAME.tuned.toml are written beside the kernel (check them with `kernelwright check
+    TASK NAME.tuned.cu`)."""
+    from rich.text import Text
+
     from kernelwright.agent.doors import jobs
+    from kernelwright.agent.formats import tune_outcome, tune_table
     from kernelwright.agent.tune import write_tuned
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
-    from kernelwright.tools.tune import describe
 
     settings = load(compile_backend=backend.value if backend else None)
     loaded = load_task(task)
@@ -277,75 +305,23 @@ def tune(
                 loaded,
                 cand,
                 budget=budget,
-                max_seconds=minutes * 60,
-                numerics=numerics,
+                max_seconds=minutes * 60 if minutes else None,
+                numerics=numerics or None,
+                memory=False if no_memory else None,
                 progress=step,
             )
         finally:
             machine.close()
     written = write_tuned(found.best, loaded.name) if found.improved else None
-    rows = [
-        {
-            "config": describe(t.config),
-            "verdict": t.report.verdict,
-            "speedup": t.report.timing.speedup if t.report.timing else None,
-            "speedup_iqr": t.report.timing.speedup_iqr if t.report.timing else None,
-            "kept": t.kept,
-            "reason": "" if t.report.ok else t.report.reason,
-        }
-        for t in found.tried
-    ]
+    data = found.as_json(written)
     if as_json:
-        print(
-            json.dumps(
-                {
-                    "task": loaded.name,
-                    "start": describe(found.start.options),
-                    "best": describe(found.best.options),
-                    "gain": found.gain,
-                    "written": str(written) if written else None,
-                    "tried": rows,
-                    "dropped": [{"config": describe(c), "why": w} for c, w in found.dropped],
-                    "left_unchecked": found.left,
-                    "seconds": found.seconds,
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps({"task": loaded.name, **data}, indent=2))
         return
-    table = Table(title=f"{loaded.name}: configurations checked", title_justify="left")
-    for name in ("configuration", "verdict", "speedup", "kept"):
-        table.add_column(name, justify="right" if name == "speedup" else "left")
-    base = found.baseline.timing
-    table.add_row(
-        describe(found.start.options) + " (start)",
-        found.baseline.verdict,
-        f"{base.speedup:.3f}x ± {base.speedup_iqr / 2:.3f}" if base else "-",
-        "",
-    )
-    for row in rows:
-        speed = row["speedup"]
-        table.add_row(
-            str(row["config"]),
-            str(row["verdict"]),
-            f"{speed:.3f}x ± {row['speedup_iqr'] / 2:.3f}" if speed is not None else "-",
-            "[green]kept[/]" if row["kept"] else "",
-        )
-    out.print(table)
-    out.print(
-        f"{len(found.tried)} checked, {len(found.dropped)} dropped unchecked (same code, or no "
-        f"build), {found.left} left by the budget, {found.seconds:.0f} s",
-        highlight=False,
-    )
+    if (table := tune_table(data, f"{loaded.name}: configurations checked")) is not None:
+        out.print(table)
+    out.print(Text(tune_outcome(data)), soft_wrap=True)
     if written is not None:
-        out.print(
-            f"[bold]{found.gain:.3f}x[/] over the kernel as given with "
-            f"{escape(describe(found.best.options))}: {written} (+ .toml)",
-            highlight=False,
-            soft_wrap=True,
-        )
-    else:
-        out.print("nothing beat the kernel as given by 2% with spreads apart", highlight=False)
+        out.print(Text(f"written: {written} (+ .toml)"), soft_wrap=True)
 
 
 def _print_report(report: object) -> None:
@@ -379,11 +355,14 @@ def _print_report(report: object) -> None:
             f"(median ± half IQR, {t.reference.samples} samples)",
         )
         table.add_row("candidate", f"{t.candidate.median_ms:.4f} ms ± {t.candidate.iqr_ms / 2:.4f}")
-        table.add_row(
-            "speedup",
-            f"{t.speedup:.2f}x (IQR {t.speedup_iqr:.3f}, {t.rounds} rounds, fresh inputs each, "
-            "in separate processes)",
-        )
+        if report.speedups is None:
+            table.add_row(
+                "speedup",
+                f"{t.speedup:.2f}x (IQR {t.speedup_iqr:.3f}, {t.rounds} rounds, fresh inputs "
+                "each, in separate processes)",
+            )
+        else:
+            _speedup_rows(table, report.speedups)
         if t.charged_us:
             table.add_row("charged", f"{t.charged_us:.0f} us per call (the controller's clock)")
         if t.floor_ms:
@@ -418,6 +397,16 @@ def _print_report(report: object) -> None:
         )
     table.add_row("wall", f"{report.wall_ms / 1e3:.2f} s")
     out.print(table)
+
+
+def _speedup_rows(table: Table, speedups: object) -> None:
+    """A C++ task's three speedups, each labelled with what it is against."""
+    from kernelwright.agent.kinds_cpp import speedup_rows
+    from kernelwright.tools.results import Speedups
+
+    assert isinstance(speedups, Speedups)
+    for label, text in speedup_rows(speedups):
+        table.add_row(label, text)
 
 
 def _fail(message: str) -> None:

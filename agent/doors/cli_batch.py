@@ -18,7 +18,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from kernelwright.agent.doors.flags import BackendFlag, Minutes, ModelFlag, NoMemory, Plateau
+from kernelwright.agent.doors.flags import (
+    BackendFlag,
+    Minutes,
+    ModelFlag,
+    NoMemory,
+    NoTune,
+    Plateau,
+)
 from kernelwright.agent.formats import attempt_text, error_line
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt
@@ -53,6 +60,7 @@ def batch(
     minutes: Minutes = 60.0,
     plateau: Plateau = 4,
     no_memory: NoMemory = False,
+    no_tune: NoTune = False,
     backend: BackendFlag = None,
     gpus: Annotated[
         str | None,
@@ -81,6 +89,7 @@ def batch(
     write a report.
 
     Tasks are name.cu + name.toml pairs and KernelBench .py problems anywhere under DIRECTORY.
+    Each task's best kernel is then tuned (--no-tune: not), and the report shows the gain.
     The report in --out: report.html (self-contained, with plots), report.md, batch.json and
     tasks/NAME.json; exit status 1 when a task failed."""
     from kernelwright.agent.doors.batch_records import BatchState
@@ -89,6 +98,7 @@ def batch(
         "minutes": minutes,
         "plateau": plateau,
         "memory": not no_memory,
+        "tune": False if no_tune else None,
         "backend": backend.value if backend else None,
     }  # what differs from the defaults: a resume told nothing new says nothing of it
     loop = {k: v for k, v in given.items() if v != BatchState.model_fields[k].default}
@@ -313,6 +323,7 @@ def _print_resume(state: BatchState, budget: int | None, loop: dict[str, Any] | 
         err.print(
             f"the batch keeps how it started: {state.minutes:g} min and a plateau of "
             f"{state.plateau} per task, memory {'on' if state.memory else 'off'}, "
+            f"tune {'off' if state.tune is False else 'as the settings say'}, "
             f"compile backend {state.backend or 'from the settings'}",
             highlight=False,
         )

@@ -22,6 +22,14 @@ Plateau = Annotated[
     int, typer.Option(min=1, help="Stop after this many candidates without a 2% gain.")
 ]
 NoMemory = Annotated[bool, typer.Option("--no-memory", help="Neither read nor write the memory.")]
+NoTune = Annotated[
+    bool,
+    typer.Option(
+        "--no-tune",
+        help="Leave the best kernel untuned (by default its knobs, block shape and compile "
+        "options are searched when the loop ends: kernelwright tune).",
+    ),
+]
 ModelFlag = Annotated[str | None, typer.Option(help="Ollama model (default: qwen2.5-coder:7b).")]
 BackendFlag = Annotated[
     Backend | None, typer.Option(help="Compiler (default: the setting, nvrtc).")

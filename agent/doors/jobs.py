@@ -5,6 +5,7 @@ so a door differs from another only in what it reads and how it shows the result
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,6 @@ from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import ChatModel, Message, ScriptedLLM, make_model
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend
-from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.results import Attempt, CheckReport, ProfileResult
 from kernelwright.tools.task import (
@@ -176,7 +176,7 @@ def check_compiled(machine: Machine, task: Task, candidate: Candidate) -> CheckR
     compiler's own words, as a DoorError. A CUDA candidate is compiled first, in a worker, so
     that is said before a GPU is asked for."""
     entry = task.compile_entry  # None: a kind whose candidate is not compiled on its own
-    if entry is not None:
+    if entry is not None and candidate.kind == task.kind:  # a C++ task's function: not a kernel
         from kernelwright.tools.compile import compile_in_sandbox
 
         machine.gpu()  # the GPU's own error first, and the architecture to compile for
@@ -261,6 +261,9 @@ class RunOutcome:
     best_launch: dict[str, Any] | None
     best_speedup: float
     choices: list[Any]  # the search's choices (agent.experience.TechniqueChoice), in order
+    # what tuning the best kernel found (agent.tune.Tuning.as_json, or {"error": why}); None:
+    # not tuned (--no-tune, a KernelBench problem, a run stopped before its end)
+    tune: dict[str, Any] | None = None
 
     @property
     def summary(self) -> str:
@@ -299,11 +302,12 @@ def optimize(
     plateau: int = 4,
     max_seconds: float = 3600.0,
     memory: bool | None = None,
+    tune: bool | None = None,
 ) -> RunOutcome:
-    """Run the loop on a task with this machine's GPU and model. A run stopped by
-    KeyboardInterrupt (or by an exception a progress callback raises) stays resumable, and
-    `stopped_run` reads what it measured. `memory` False: without the memory (None: as the
-    settings say)."""
+    """Run the loop on a task with this machine's GPU and model, then tune its best kernel. A
+    run stopped by KeyboardInterrupt (or by an exception a progress callback raises) stays
+    resumable, and `stopped_run` reads what it measured. `memory` False: without the memory;
+    `tune` False: the best kernel left untuned (None, each: as the settings say)."""
     from kernelwright.agent.optimize import optimize as run_loop
     from kernelwright.agent.optimize import resumable
 
@@ -326,6 +330,7 @@ def optimize(
         progress=progress,
         max_seconds=max_seconds,
         memory=memory,
+        tune=tune,
     )
     return outcome_of(run.path, output)
 
@@ -347,6 +352,7 @@ def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcom
     kept = [a for a in attempts if a.kept]
     best = kept[-1] if kept else None
     original = run.best_file
+    tuned = run.path / "tune.json"
     return RunOutcome(
         task=str(run.meta.get("task", "")),
         run_dir=run_dir,
@@ -357,6 +363,7 @@ def outcome_of(run_dir: Path, output: dict[str, Any] | None = None) -> RunOutcom
         best_launch=best.launch if best else None,
         best_speedup=(best.speedup or 1.0) if best else 1.0,
         choices=list((output or {}).get("choices") or []),
+        tune=json.loads(tuned.read_text()) if tuned.is_file() else None,
     )
 
 
@@ -365,13 +372,18 @@ def tune(
     task: Task,
     candidate: Candidate,
     *,
-    budget: int,
-    max_seconds: float,
-    numerics: bool = False,
+    budget: int | None = None,
+    max_seconds: float | None = None,
+    numerics: bool | None = None,
+    memory: bool | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Tuning:
-    """Search a correct CUDA kernel's compile options on this machine's GPU (agent/tune.py)."""
-    from kernelwright.agent.tune import tune as run_tune
+    """Search a correct CUDA kernel's knobs, block shape and compile options on this machine's
+    GPU (agent/tune.py), earlier winners on its architecture first; the limits not given are
+    the settings' [tune]."""
+    import time
+
+    from kernelwright.agent.tune import remembered_tune
 
     if not kind_of(task).tunable:
         raise DoorError(
@@ -379,17 +391,18 @@ def tune(
             "whose candidates build their own CUDA"
         )
     gpu = machine.gpu()
-    return run_tune(
+    return remembered_tune(
+        machine.settings,
         cast("CudaTask", task),
         cast("CudaCandidate", candidate),
         gpu,
         arch=machine.arch,
-        backend=machine.settings.compile_backend,
+        run_id=f"{task.name}-tune-{time.strftime('%Y%m%d-%H%M%S')}",
+        memory=memory,
         budget=budget,
         max_seconds=max_seconds,
         numerics=numerics,
         progress=progress,
-        builds=BuildCache(machine.settings.builds_dir),
     )
 
 

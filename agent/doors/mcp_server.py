@@ -142,34 +142,50 @@ def build(machine: jobs.Machine) -> MCPServer:
         task: TaskArg,
         ctx: Context,
         budget: Annotated[int, Field(ge=1, le=200, description="candidates to try at most")] = 5,
+        tune: Annotated[
+            bool,
+            Field(
+                description="then tune the best kernel's knobs, block shape and compile options "
+                "(a few minutes; false: leave it as the loop found it)"
+            ),
+        ] = True,
     ) -> dict[str, Any]:
         """Search for a faster version of a task's kernel (a CUDA task, or a KernelBench problem's
         Model as a ModelNew with custom CUDA) with kernelwright's local model:
         propose, compile, verify and time up to `budget` candidates, keeping only verified,
-        faster ones. Progress is reported as it goes; returns the best kernel's source, its
-        launch, the speedup and the run's report."""
+        faster ones, then (`tune`) tune the best one's launch and compile options. Progress is
+        reported as it goes; returns the best kernel's source, its launch, the speedup, what
+        tuning it found and the run's report."""
         stop = threading.Event()
-        step = {"done": 0, "events": 0}
+        step = {"done": 0, "events": 0, "tune": 0}
 
         def progress(event: dict[str, Any]) -> None:
             if stop.is_set():
                 raise RunCancelled
             attempt = event.get("attempt")
+            total = float(budget)
             if isinstance(attempt, Attempt):
                 step["done"], step["events"] = attempt.index, 0
                 value = float(attempt.index)
+            elif event.get("node") == "tune":  # after the loop: rises toward budget + 1
+                step["tune"] += 1
+                value, total = budget + step["tune"] / (step["tune"] + 1), budget + 1.0
             elif step["done"] >= budget:  # the run is ending: the result follows at once
                 return
             else:  # within a candidate: rises toward the next whole number, never past it
                 step["events"] += 1
                 value = step["done"] + step["events"] / (step["events"] + 1)
             line = event_line(event)
-            anyio.from_thread.run(ctx.report_progress, value, float(budget), line)
+            anyio.from_thread.run(ctx.report_progress, value, total, line)
 
         def work() -> jobs.RunOutcome:
             with readable(), gpu:
                 return jobs.optimize(
-                    machine, Path(task).expanduser(), budget=budget, progress=progress
+                    machine,
+                    Path(task).expanduser(),
+                    budget=budget,
+                    progress=progress,
+                    tune=None if tune else False,  # on: as the settings say
                 )
 
         try:
@@ -197,6 +213,7 @@ def build(machine: jobs.Machine) -> MCPServer:
                 }
                 for a in outcome.attempts
             ],
+            "tune": outcome.tune,
             "report": outcome.summary,
         }
 

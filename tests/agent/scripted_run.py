@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from kernelwright.agent.settings import load
 from kernelwright.tools.backend import ReplayGpu
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task, reference_candidate
+from tests.conftest import proposed_launch
 
 SPEEDUPS = {"softmax": 40.0, "rowsum": 6.0, "gelu": 1.3}
 TAGS = {"wrong": ["vector-access-16b"], "faster": ["warp-shuffle"]}
@@ -31,9 +31,8 @@ TAGS = {"wrong": ["vector-access-16b"], "faster": ["warp-shuffle"]}
 
 def reply(path: Path, tags: list[str]) -> str:
     meta: dict[str, Any] = {"tags": tags, "rationale": "hand-written"}
-    sidecar = path.with_suffix(".toml")
-    if sidecar.is_file():
-        meta["launch"] = tomllib.loads(sidecar.read_text())["launch"]
+    if (launch := proposed_launch(path)) is not None:
+        meta["launch"] = launch
     return f"```cuda\n{path.read_text()}\n```\n```json\n{json.dumps(meta)}\n```\n"
 
 
@@ -81,6 +80,7 @@ def main(argv: list[str]) -> None:
         arch=None if on_gpu else "sm_90",
         budget=2,
         plateau=5,
+        tune=False,  # the loop only: a replay has no checks for the tune's configurations
         progress=lambda e: events.append(str(e.get("message", ""))),
     )
     result = {

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import tomllib
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from kernelwright.tools.kernelbench import KernelBenchTask
 from kernelwright.tools.results import CheckReport, DeviceInfo, KernelTiming, TimingResult
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task, reference_candidate
-from tests.conftest import EXAMPLES, HAS_GPU, ROOT
+from tests.conftest import EXAMPLES, HAS_GPU, ROOT, proposed_launch
 
 H100 = DeviceInfo(
     name="NVIDIA H100 80GB HBM3",
@@ -44,8 +43,8 @@ TIMES = {"gelu": (0.11, 1.3), "softmax": (0.92, 6.1)}
 def reply(task_dir: Path, name: str, tags: list[str]) -> str:
     path = task_dir / "candidates" / f"{name}.cu"
     meta: dict[str, Any] = {"tags": tags, "rationale": "scripted"}
-    if path.with_suffix(".toml").is_file():
-        meta["launch"] = tomllib.loads(path.with_suffix(".toml").read_text())["launch"]
+    if (launch := proposed_launch(path)) is not None:
+        meta["launch"] = launch
     return f"```cuda\n{path.read_text()}\n```\n```json\n{json.dumps(meta)}\n```\n"
 
 
@@ -106,7 +105,7 @@ def replay(root: Path, names: tuple[str, ...] = tuple(TIMES)) -> ReplayGpu:
             check_report(task, "wrong", ref_ms, None, "output 'y' wrong at 12 elements"),
         )
         faster = root / name / "candidates" / "faster.cu"
-        launch = tomllib.loads(faster.with_suffix(".toml").read_text())["launch"]
+        launch = proposed_launch(faster)
         gpu.add(
             task,
             as_candidate(task, faster.read_text(), launch),
@@ -177,7 +176,7 @@ def test_batch_reports_every_task_and_lists_the_broken_one(
     assert broken["status"] == "failed" and broken["attempts"] == []
 
     md = (out / "report.md").read_text()
-    assert "| gelu | faster | 0.1100 | 0.0846 | 1.30x (IQR 0.020) | 36% → 47% | 2 |" in md
+    assert "| gelu | faster | 0.1100 | 0.0846 | 1.30x (IQR 0.020) |  | 36% → 47% | 2 |" in md
     assert "| softmax | faster | 0.9200 | 0.1508 | 6.10x" in md
     assert "## Failed" in md and "- `broken`: " in md
     assert "- `gelu/candidates`: a candidates folder" in md

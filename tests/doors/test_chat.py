@@ -25,7 +25,7 @@ from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import ReplayGpu
 from kernelwright.tools.results import Attempt
 from kernelwright.tools.spec import CudaTask
-from kernelwright.tools.task import load_task
+from kernelwright.tools.task import load_candidate, load_task
 from tests.agent.test_graph import FASTER, FASTER_LAUNCH, WRONG, replay_for, reply, report
 from tests.conftest import EXAMPLES
 
@@ -43,13 +43,17 @@ def gelu_replay(task_dir: Path) -> ReplayGpu:
     """Reports as the GPU gave them: the original 1.00x, FASTER 1.30x, WRONG rejected."""
     task = load_task(task_dir)
     assert isinstance(task, CudaTask)
-    return replay_for(
+    gpu = replay_for(
         task,
         [
             (FASTER, FASTER_LAUNCH, report(task, "correct", 1.3)),
             (WRONG, FASTER_LAUNCH, report(task, "wrong", None, "output 'y' not fully written")),
         ],
     )
+    # FASTER as its file gives it: its launch names its knobs (faster.toml)
+    faster = load_candidate(task, EXAMPLES / "gelu" / "candidates" / "faster.cu")
+    gpu.add(task, faster, report(task, "correct", 1.3))
+    return gpu
 
 
 def write_stand_ins(
@@ -78,6 +82,7 @@ def door_env(tmp_path: Path) -> dict[str, str]:
         KERNELWRIGHT_DATA_DIR=str(tmp_path / "data"),
         KERNELWRIGHT_CONFIG=str(tmp_path / "config.toml"),
         KERNELWRIGHT_OLLAMA_BASE_URL="http://127.0.0.1:9",
+        KERNELWRIGHT_TUNE__ENABLED="false",  # the stand-ins replay the loop's checks only
         PROMPT_TOOLKIT_NO_CPR="1",  # pexpect's terminal does not answer cursor queries
     )
     return env

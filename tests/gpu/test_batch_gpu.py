@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from kernelwright.agent.doors.batch_worker import WorkerParts
 from kernelwright.agent.doors.cli_batch import run_batch_command
 from kernelwright.agent.llm import ScriptedLLM
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, proposed_launch
 from tests.doors.test_batch_dask import Replies
 
 pytestmark = pytest.mark.gpu
@@ -25,9 +24,8 @@ NAMES = ("softmax", "transpose")  # sorted: the batch's order
 
 def _reply(path: Path, tags: list[str]) -> str:
     meta: dict[str, object] = {"tags": tags, "rationale": "hand-written"}
-    sidecar = path.with_suffix(".toml")
-    if sidecar.is_file():
-        meta["launch"] = tomllib.loads(sidecar.read_text())["launch"]
+    if (launch := proposed_launch(path)) is not None:
+        meta["launch"] = launch
     return f"```cuda\n{path.read_text()}\n```\n```json\n{json.dumps(meta)}\n```\n"
 
 

@@ -11,18 +11,15 @@ import pytest
 from kernelwright.agent.llm import ScriptedLLM
 from kernelwright.agent.optimize import optimize
 from kernelwright.agent.settings import Settings
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, proposed_launch
 
 pytestmark = pytest.mark.gpu
 
 
 def _reply(path: Path, tags: list[str]) -> str:
     meta: dict[str, object] = {"tags": tags, "rationale": "hand-written"}
-    sidecar = path.with_suffix(".toml")
-    if sidecar.is_file():
-        import tomllib
-
-        meta["launch"] = tomllib.loads(sidecar.read_text())["launch"]
+    if (launch := proposed_launch(path)) is not None:
+        meta["launch"] = launch
     return f"```cuda\n{path.read_text()}\n```\n```json\n{json.dumps(meta)}\n```\n"
 
 

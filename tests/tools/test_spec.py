@@ -10,7 +10,7 @@ import pytest
 
 from kernelwright.tools.errors import TaskError
 from kernelwright.tools.kernelbench import KernelBenchTask
-from kernelwright.tools.spec import CudaTask
+from kernelwright.tools.spec import CompileOptions, CudaTask
 from kernelwright.tools.task import load_candidate, load_task
 from tests.conftest import EXAMPLES
 
@@ -46,8 +46,44 @@ def test_example_candidates_load(name: str) -> None:
 def test_faster_launch_is_read_from_sidecar() -> None:
     task = load_task(EXAMPLES / "gelu")
     cand = load_candidate(task, EXAMPLES / "gelu" / "candidates" / "faster.cu")
-    assert cand.launch is not None
-    assert cand.launch.resolve({"N": 4096}) == ((4,), (256,), 0)
+    assert cand.launch is not None and cand.bound_launch is not None
+    # the launch names the kernel's knobs; at their defaults it is the launch it always was
+    assert cand.launch.block == ("BLOCK",)
+    assert cand.bound_launch.resolve({"N": 4096}) == ((4,), (256,), 0)
+    tuned = cand.model_copy(update={"options": CompileOptions(defines=(("ITEMS", 2),))})
+    assert tuned.bound_launch is not None and tuned.bound_launch.resolve({"N": 4096}) == (
+        (2,),
+        (256,),
+        0,
+    )
+    assert tuned.worker_job(task.path)["launch"]["grid"] == ("ceil_div(N, 4 * 256 * 2)",)
+
+
+def test_a_launch_may_name_knobs_and_a_tune_table_limits_them(tmp_path: Path) -> None:
+    task = load_task(EXAMPLES / "gelu")
+    shutil.copy(EXAMPLES / "gelu" / "candidates" / "faster.cu", tmp_path / "cand.cu")
+    sidecar = tmp_path / "cand.toml"
+    sidecar.write_text(
+        '[launch]\nblock = ["BLOCK"]\ngrid = ["ceil_div(N, BLOCK)"]\n'
+        "[compile]\ndefines = { BLOCK = 128 }\n[tune]\nBLOCK = [512, 128]\n"
+    )
+    cand = load_candidate(task, tmp_path / "cand.cu")
+    assert cand.tune_values == (("BLOCK", (128, 512)),)
+    assert cand.bound_launch is not None
+    assert cand.bound_launch.resolve({"N": 1024}) == ((8,), (128,), 0)  # the define's value
+    bad = {
+        '[launch]\nblock = ["TILE"]\ngrid = ["N"]\n': r"launch.block: .*unknown size 'TILE'",
+        '[launch]\nblock = ["BLOCK"]\ngrid = ["N"]\n[tune]\nTILE = [1]\n': (
+            r"cand.toml: tune: TILE: not a knob of the kernel \(#ifndef TILE; its knobs: BLOCK"
+        ),
+        "[tune]\nBLOCK = [0, 64]\n": r"tune: BLOCK: expected a list of positive integers",
+        "tune = 3\n": r"tune: expected a table",
+        '[launch]\nblock = ["BLOCK"]\ngrid = ["N / (BLOCK - 256)"]\n': r"launch: division by zero",
+    }
+    for text, why in bad.items():
+        sidecar.write_text(text)
+        with pytest.raises(TaskError, match=why):
+            load_candidate(task, tmp_path / "cand.cu")
 
 
 def test_kernelbench_example_loads() -> None:

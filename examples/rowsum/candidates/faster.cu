@@ -1,5 +1,9 @@
 // rowsum, faster: one warp per row. Lanes stride through the row (coalesced,
 // float4 loads when the row is 16-byte aligned), then a warp-shuffle reduction.
+// Knob: WARPS rows (warps) per block; the kernel reads blockDim, faster.toml's launch follows.
+#ifndef WARPS
+#define WARPS 8
+#endif
 extern "C" __global__ void rowsum(const float* __restrict__ x, float* __restrict__ y, int m, int n)
 {
     int lane = threadIdx.x & 31;

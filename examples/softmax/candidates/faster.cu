@@ -2,7 +2,11 @@
 // (running max, running sum) over a strided, coalesced slice of the row; the
 // pairs are merged with warp shuffles and then across warps in shared memory.
 // A second coalesced pass writes exp(x - max) * (1 / sum).
+// Knob: SM_THREADS threads per block (a multiple of 32, at most 1024); the kernel assumes
+// blockDim.x == SM_THREADS, and faster.toml's launch says so.
+#ifndef SM_THREADS
 #define SM_THREADS 256
+#endif
 #define SM_WARPS (SM_THREADS / 32)
 #define NEG_BIG (-3.402823466e+38f)   // -FLT_MAX: keeps max-merging free of inf - inf
 

@@ -1,8 +1,18 @@
-// stencil, faster: 32x8 blocks so each warp covers 128 contiguous bytes of a row,
+// stencil, faster: 32x8 blocks (by default) so each warp covers 128 contiguous bytes of a row,
 // and each thread walks 8 consecutive rows of one column, keeping the up/centre/down
 // values in registers so every x element is fetched about once from the column
 // direction (left/right neighbours come from the same warp's lines, i.e. L1).
+// Knobs: ROWS_PER_THREAD, and the block BX x BY, which only faster.toml's launch reads
+// (the kernel reads blockDim): any values are correct.
+#ifndef ROWS_PER_THREAD
 #define ROWS_PER_THREAD 8
+#endif
+#ifndef BX
+#define BX 32
+#endif
+#ifndef BY
+#define BY 8
+#endif
 
 extern "C" __global__ void stencil(const float* __restrict__ x, float* __restrict__ y, int h, int w)
 {

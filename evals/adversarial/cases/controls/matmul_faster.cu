@@ -1,12 +1,28 @@
 // expect: correct (speedup >= 2) — an honest faster kernel: 64x64 register-tiled matmul through shared memory
 // task: matmul
-// matmul, faster: 64x64 output tile per 16x16-thread block, K stepped in slices
-// of 16 staged through shared memory; each thread accumulates a 4x4 register
-// tile (rows ty + 16*i, cols tx + 16*j). Out-of-range loads are zero-filled
-// and stores are bounds-checked, so any M, N, K works.
-#define TM 64
-#define TN 64
+// matmul, faster: a (TY*RM)x(TX*RN) output tile per TXxTY-thread block (64x64 per
+// 16x16 by default), K stepped in slices of TK staged through shared memory; each
+// thread accumulates an RMxRN register tile (rows ty + TY*i, cols tx + TX*j).
+// Out-of-range loads are zero-filled and stores are bounds-checked, so any M, N, K
+// works. Knobs (kernelwright tune sets them with -D; faster.toml's launch follows).
+#ifndef TX
+#define TX 16
+#endif
+#ifndef TY
+#define TY 16
+#endif
+#ifndef RM
+#define RM 4
+#endif
+#ifndef RN
+#define RN 4
+#endif
+#ifndef TK
 #define TK 16
+#endif
+#define TM (TY * RM)
+#define TN (TX * RN)
+#define THREADS (TX * TY)
 
 extern "C" __global__ void matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
        int m, int n, int k)
@@ -15,24 +31,24 @@ extern "C" __global__ void matmul(const float* __restrict__ A, const float* __re
     __shared__ float Bs[TK][TN];
 
     int tx = threadIdx.x, ty = threadIdx.y;
-    int tid = ty * 16 + tx;
+    int tid = ty * TX + tx;
     int row0 = blockIdx.y * TM;
     int col0 = blockIdx.x * TN;
 
-    float acc[4][4];
+    float acc[RM][RN];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < RM; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < RN; ++j)
             acc[i][j] = 0.0f;
 
     for (int p0 = 0; p0 < k; p0 += TK) {
-        for (int e = tid; e < TM * TK; e += 256) {   // A tile: 64 rows x 16 k
+        for (int e = tid; e < TM * TK; e += THREADS) {   // A tile: TM rows x TK k
             int r = e / TK, p = e % TK;
             int gr = row0 + r, gp = p0 + p;
             As[p][r] = (gr < m && gp < k) ? A[(size_t)gr * k + gp] : 0.0f;
         }
-        for (int e = tid; e < TK * TN; e += 256) {   // B tile: 16 k x 64 cols
+        for (int e = tid; e < TK * TN; e += THREADS) {   // B tile: TK k x TN cols
             int p = e / TN, c = e % TN;
             int gp = p0 + p, gc = col0 + c;
             Bs[p][c] = (gp < k && gc < n) ? B[(size_t)gp * n + gc] : 0.0f;
@@ -41,26 +57,26 @@ extern "C" __global__ void matmul(const float* __restrict__ A, const float* __re
 
 #pragma unroll
         for (int p = 0; p < TK; ++p) {
-            float a[4], b[4];
+            float a[RM], b[RN];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) a[i] = As[p][ty + 16 * i];
+            for (int i = 0; i < RM; ++i) a[i] = As[p][ty + TY * i];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) b[j] = Bs[p][tx + 16 * j];
+            for (int j = 0; j < RN; ++j) b[j] = Bs[p][tx + TX * j];
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < RM; ++i)
 #pragma unroll
-                for (int j = 0; j < 4; ++j)
+                for (int j = 0; j < RN; ++j)
                     acc[i][j] += a[i] * b[j];
         }
         __syncthreads();
     }
 
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        int r = row0 + ty + 16 * i;
+    for (int i = 0; i < RM; ++i) {
+        int r = row0 + ty + TY * i;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            int c = col0 + tx + 16 * j;
+        for (int j = 0; j < RN; ++j) {
+            int c = col0 + tx + TX * j;
             if (r < m && c < n) C[(size_t)r * n + c] = acc[i][j];
         }
     }

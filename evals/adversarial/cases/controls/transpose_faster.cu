@@ -1,10 +1,16 @@
 // expect: correct (speedup >= 2) — an honest faster kernel: 32x32 shared-memory tiles, coalesced both ways
 // task: transpose
-// transpose, faster: 32x32 tile staged through shared memory (padded to 33
-// columns to avoid bank conflicts) so both the reads of x and the writes of y
-// are coalesced. 32x8 threads, each moving 4 elements of the tile.
+// transpose, faster: TILE x TILE tile staged through shared memory (padded to
+// TILE + 1 columns to avoid bank conflicts) so both the reads of x and the writes
+// of y are coalesced. TILE x BLOCK_ROWS threads, each moving TILE / BLOCK_ROWS
+// elements of the tile. Knobs: the kernel assumes blockDim == (TILE, BLOCK_ROWS)
+// and BLOCK_ROWS dividing TILE; faster.toml's launch and [tune] values keep both.
+#ifndef TILE
 #define TILE 32
+#endif
+#ifndef BLOCK_ROWS
 #define BLOCK_ROWS 8
+#endif
 
 extern "C" __global__ void transpose(const float* __restrict__ x, float* __restrict__ y, int m, int n)
 {
