@@ -1,6 +1,7 @@
 """The loop's side of the memory (DESIGN.md, Memory): open it from the settings, ask the search
-which technique to apply next, gather contrastive pairs for the prompt, and learn from every
-measured attempt (the store keeps it, the reasoning graph back-propagates its speedup)."""
+which technique to apply next, gather contrastive pairs and the chosen technique's worked example
+for the prompt, and learn from every measured attempt (the store keeps it, the reasoning graph
+back-propagates its speedup)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from pydantic import BaseModel, ConfigDict
 
 from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.settings import Settings
-from kernelwright.memory import contrastive
+from kernelwright.memory import contrastive, worked
 from kernelwright.memory.embeddings import CodeHashEmbedding, OllamaEmbedding
 from kernelwright.memory.graph_file import SavedGraph
 from kernelwright.memory.mcgs import Step, backpropagate, select
 from kernelwright.memory.reasoning import ReasoningGraph, state_key
+from kernelwright.memory.shipped import shipped
 from kernelwright.memory.signature import op_class, task_signature
 from kernelwright.memory.store import ChromaStore, EpisodeStore, Provenance
 from kernelwright.memory.techniques import catalogue, resolve
@@ -174,6 +176,24 @@ def pairs_for(
     return contrastive.within_budget(same[:k], max_chars)
 
 
+def worked_example(
+    store: EpisodeStore | None, task: Task, choice: TechniqueChoice, source: str, arch: str
+) -> worked.WorkedExample | None:
+    """The before/after pair to show for the search's choice: the best step this memory
+    measured on a similar task, else a shipped one (see memory/worked.py); only pairs of the
+    task's own kind."""
+    stored = [] if store is None else worked.from_memory(store, choice.tag, task.kind, source)
+    return worked.choose(
+        stored,
+        shipped(),
+        technique=choice.tag,
+        kind=task.kind,
+        task_signature=task_signature(task),
+        op_class=op_class(task),
+        arch=arch,
+    )
+
+
 def _is_python(source: str) -> bool:
     """A KernelBench candidate (defines ModelNew) rather than a CUDA kernel."""
     return re.search(r"^class\s+ModelNew\b|^ModelNew\s*=", source, re.MULTILINE) is not None
@@ -199,6 +219,8 @@ def provenance(
         technique=technique,
         state=state_key(applied),
         parent_speedup=parent_speedup,
+        kind=task.kind,
+        original_source=task.source,
     )
 
 

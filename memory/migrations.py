@@ -61,11 +61,13 @@ def migrate(
     return client.get_collection(COLLECTION, embedding_function=embedding)  # type: ignore[arg-type]
 
 
-def pages(col: Collection, include: list[str]) -> Iterator[dict[str, Any]]:
-    """Every record, a page at a time (ids always, plus `include`)."""
+def pages(
+    col: Collection, include: list[str], where: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every record (that matches `where`), a page at a time (ids always, plus `include`)."""
     offset = 0
     while True:
-        got = col.get(limit=PAGE, offset=offset, include=include)  # type: ignore[arg-type]
+        got = col.get(limit=PAGE, offset=offset, where=where, include=include)  # type: ignore[arg-type]
         if not got["ids"]:
             return
         yield dict(got)
@@ -97,3 +99,42 @@ def m002_speedup_log(client: ClientAPI, embedding: EmbeddingFunction[Documents])
                 metas.append({"speedup_log": math.log(speedup)})
         if ids:
             col.update(ids=ids, metadatas=metas)  # type: ignore[arg-type]
+
+
+def kind_from_signature(signature: str) -> str:
+    """The task kind of a record made before records named it: a KernelBench problem's
+    signature says so (memory/signature.py), every other was a CUDA task's."""
+    return "kernelbench" if signature.startswith("kernelbench:") else "cuda"
+
+
+@migration
+def m003_kind(client: ClientAPI, embedding: EmbeddingFunction[Documents]) -> None:
+    """Add `kind` (the task's kind) to every record, so a worked example is shown only to a
+    task of its own kind."""
+    col = client.get_collection(COLLECTION, embedding_function=embedding)  # type: ignore[arg-type]
+    for page in pages(col, ["metadatas"]):
+        ids, metas = [], []
+        for id_, meta in zip(page["ids"], page["metadatas"], strict=True):
+            if "kind" not in (meta or {}):
+                ids.append(id_)
+                metas.append(
+                    {"kind": kind_from_signature(str((meta or {}).get("task_signature", "")))}
+                )
+        if ids:
+            col.update(ids=ids, metadatas=metas)  # type: ignore[arg-type]
+
+
+TUNINGS = "tunings"
+
+
+@migration
+def m004_create_tunings(client: ClientAPI, embedding: EmbeddingFunction[Documents]) -> None:
+    """A second collection, `tune`'s measurements: one record per configuration checked (the
+    kernel's source as the document, its settings and gain per GPU architecture), so a later
+    tune on the same architecture tries earlier winners first (memory/tunings.py)."""
+    client.create_collection(
+        TUNINGS,
+        embedding_function=embedding,  # type: ignore[arg-type]
+        configuration={"hnsw": {"space": "cosine"}},
+        metadata={"description": "kernelwright tune: each configuration's gain per GPU arch"},
+    )

@@ -50,6 +50,8 @@ class StoredMetadata(BaseModel):
     parent_speedup: float = 1.0
     explanation: str = ""
     speedup_log: float | None = None
+    kind: str = ""
+    before_source: str = ""
 
 
 REQUIRED = (

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kernelwright.memory.embeddings import CodeHashEmbedding
 from kernelwright.memory.export_file import read_export
-from kernelwright.memory.migrations import migrate, pages
+from kernelwright.memory.migrations import kind_from_signature, migrate, pages
 from kernelwright.memory.records import BadRecord, check_metadata
 from kernelwright.memory.stats import MemoryStats, TagStats, summarize
 from kernelwright.tools.errors import KernelwrightError
@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 REASON_CHARS = 500  # a verdict's reason is a line or two; a compile log is not kept whole
+IMPROVEMENT = 1.05  # a correct step that gained at least this over its parent is a worked example
 
 
 class StoreUnavailable(KernelwrightError):
@@ -53,9 +54,11 @@ class StoreUnavailable(KernelwrightError):
 
 
 class Provenance(BaseModel):
-    """Where an attempt was made: the task, what limited it, the GPU, the model, the run, and
-    where in the reasoning graph: the techniques its parent had (`state`), the one it added
-    (`technique`, "" if none the catalogue knows) and the parent's speedup."""
+    """Where an attempt was made: the task (and its kind), what limited it, the GPU, the model,
+    the run, and where in the reasoning graph: the techniques its parent had (`state`), the one
+    it added (`technique`, "" if none the catalogue knows) and the parent's speedup.
+    `original_source`: the task's own kernel, kept only with a step that improved on it (the
+    before of a worked example whose parent is no stored attempt)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     task_signature: str
@@ -67,6 +70,8 @@ class Provenance(BaseModel):
     technique: str = ""
     state: tuple[str, ...] = ()
     parent_speedup: float = 1.0
+    kind: str = ""
+    original_source: str = ""
 
 
 class Episode(BaseModel):
@@ -91,7 +96,17 @@ class Episode(BaseModel):
     state: tuple[str, ...] = ()
     parent_speedup: float = 1.0
     explanation: str = ""
+    kind: str = ""  # the task's kind: "cuda", "kernelbench"
+    before_source: str = ""  # the original kernel, when this step improved on it
     distance: float | None = None  # to the query, from search()
+
+    @property
+    def gain(self) -> float | None:
+        """What this step measured over its parent (its speedup over the parent's), None when
+        it was not correct and timed."""
+        if self.verdict != "correct" or self.speedup is None or self.parent_speedup <= 0:
+            return None
+        return self.speedup / self.parent_speedup
 
     @classmethod
     def from_record(
@@ -122,6 +137,8 @@ class Episode(BaseModel):
             state=tuple(t for t in m.state.split(",") if t),
             parent_speedup=m.parent_speedup,
             explanation=m.explanation,
+            kind=m.kind,
+            before_source=m.before_source,
             distance=distance if distance is not None and math.isfinite(distance) else None,
         )
 
@@ -129,7 +146,7 @@ class Episode(BaseModel):
 def record(attempt: Attempt, where: Provenance) -> tuple[str, str, dict[str, Any]]:
     """The id, document and flat metadata under which an attempt is stored."""
     meta: dict[str, Any] = {
-        **where.model_dump(),
+        **where.model_dump(exclude={"original_source"}),
         "state": ",".join(where.state),
         "tags": ",".join(attempt.tags),
         "verdict": attempt.verdict,
@@ -139,9 +156,15 @@ def record(attempt: Attempt, where: Provenance) -> tuple[str, str, dict[str, Any
         "index": attempt.index,
         "parent": f"{where.run_id}:{attempt.parent}" if attempt.parent else "",
         "kept": attempt.kept,
+        "kind": where.kind or kind_from_signature(where.task_signature),
     }
     if attempt.speedup and attempt.speedup > 0:
         meta["speedup_log"] = math.log(attempt.speedup)
+        improved = (
+            attempt.verdict == "correct" and attempt.speedup >= where.parent_speedup * IMPROVEMENT
+        )
+        if improved and not attempt.parent and where.original_source:
+            meta["before_source"] = where.original_source  # no stored attempt holds this before
     return f"{where.run_id}:{attempt.index}", attempt.source, meta
 
 
@@ -185,6 +208,7 @@ class EpisodeStore(Protocol):
     def stats(self) -> MemoryStats: ...
     def export_jsonl(self, path: Path | str) -> int: ...
     def import_jsonl(self, path: Path | str) -> list[Episode]: ...
+    def sources(self, ids: Sequence[str]) -> dict[str, str]: ...
 
 
 HTTP_TIMEOUT_S = 30.0  # a memory server's answer, at most
@@ -336,9 +360,12 @@ class ChromaStore:
                 return hits[:n]
             want = min(total, want + bad)  # as many more as were skipped
 
-    def _records(self, include: list[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
-        """Every valid record as (id, metadata, document); the others noted in `skipped`."""
-        for page in pages(self.collection, include):
+    def _records(
+        self, include: list[str], where: dict[str, Any] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any], str]]:
+        """Every valid record (that matches `where`) as (id, metadata, document); the others
+        noted in `skipped`."""
+        for page in pages(self.collection, include, where):
             docs = page.get("documents") or [""] * len(page["ids"])
             metas = page.get("metadatas") or [{}] * len(page["ids"])
             for id_, meta, doc in zip(page["ids"], metas, docs, strict=True):
@@ -369,9 +396,11 @@ class ChromaStore:
         have = self.existing([r["id"] for r in rows])
         new = [r for r in rows if r["id"] not in have]
         for r in new:  # an export from an older schema lacks the newer fields
-            speedup = float(r["metadata"]["speedup"])
+            meta = r["metadata"]
+            speedup = float(meta["speedup"])
             if speedup > 0:
-                r["metadata"].setdefault("speedup_log", math.log(speedup))
+                meta.setdefault("speedup_log", math.log(speedup))
+            meta.setdefault("kind", kind_from_signature(str(meta["task_signature"])))
         added = [Episode.from_record(r["id"], r["source"], r["metadata"]) for r in new]
         written: list[str] = []
         try:
@@ -396,6 +425,19 @@ class ChromaStore:
         """Remove these records (ids the store lacks are ignored)."""
         for i in range(0, len(ids), self.batch):
             self.collection.delete(ids=list(ids[i : i + self.batch]))
+
+    def sources(self, ids: Sequence[str]) -> dict[str, str]:
+        """The stored source of each of `ids` the store holds, by id."""
+        found: dict[str, str] = {}
+        for i in range(0, len(ids), self.batch):
+            got = self.collection.get(ids=list(ids[i : i + self.batch]), include=["documents"])
+            found.update(zip(got["ids"], [d or "" for d in got["documents"] or []], strict=True))
+        return found
+
+    def episodes(self, where: dict[str, Any] | None = None) -> Iterator[Episode]:
+        """Every valid stored attempt that matches `where` (all of them without it)."""
+        for id_, meta, doc in self._records(["documents", "metadatas"], where):
+            yield Episode.from_record(id_, doc, meta)
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         """Those of `ids` the store holds."""

@@ -1,4 +1,4 @@
-"""Prompt templates (`<name>.yaml`) rendered into chat messages, and the few-shot kernels.
+"""Prompt templates (`<name>.yaml`) rendered into chat messages.
 
 Templates are Jinja2 with StrictUndefined, read from package data. CUDA source only ever enters
 a prompt as a variable, never as template text, so its braces reach the model unchanged.
@@ -85,14 +85,3 @@ def render(name: str, **values: Any) -> list[dict[str, str]]:
     if unknown:
         raise TypeError(f"prompt {name!r} takes no variable(s) {', '.join(unknown)}")
     return [{"role": role, "content": t.render(**values)} for role, t in templates.items()]
-
-
-def fewshot_names() -> list[str]:
-    """The few-shot kernels shipped in prompts/fewshot/, by name (file name without .cu)."""
-    folder = _package() / "fewshot"
-    return sorted(f.name.removesuffix(".cu") for f in folder.iterdir() if f.name.endswith(".cu"))
-
-
-def fewshot(name: str) -> str:
-    """The source of the few-shot kernel prompts/fewshot/<name>.cu."""
-    return (_package() / "fewshot" / f"{_checked_name(name)}.cu").read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
-"""`kernelwright memory stats | search QUERY | export FILE | import FILE | delete ID... | prune`:
-what this machine has learned, moving it between machines (JSON Lines), and forgetting some of
-it. Also how `optimize` shows the search.
+"""`kernelwright memory stats | search QUERY | examples [TECHNIQUE] | export FILE | import FILE |
+delete ID... | prune`: what this machine has learned (and the worked examples a prompt may show),
+moving it between machines (JSON Lines), and forgetting some of it. Also how `optimize` shows
+the search.
 
 Errors (bad settings, a missing or malformed file, an unreachable server) are one line on
 stderr and exit code 2. A stored record that is not valid (an older version's import let it
@@ -30,7 +31,7 @@ from kernelwright.tools.errors import KernelwrightError
 memory_app = typer.Typer(
     name="memory",
     no_args_is_help=True,
-    help="What this machine has learned: stats, search, export, import, delete, prune.",
+    help="What this machine has learned: stats, search, examples, export, import, delete, prune.",
 )
 out = Console()
 err = Console(stderr=True)
@@ -219,6 +220,45 @@ def search(
             h.verdict,
             _speed(h.speedup),
             f"{max(h.distance, 0.0):.3f}" if h.distance is not None else "",
+        )
+    out.print(table)
+
+
+@memory_app.command()
+def examples(
+    technique: Annotated[
+        str | None, typer.Argument(help="Only this technique (its tag, or its name).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The worked examples a propose prompt may show for a technique: the verified steps in this
+    memory (before and after, with the gain measured), then the shipped ones."""
+    from kernelwright.memory.shipped import shipped
+    from kernelwright.memory.techniques import resolve
+    from kernelwright.memory.worked import every_stored
+
+    with _one_line_errors():
+        tag = resolve(technique) if technique is not None else None
+        if technique is not None and tag is None:
+            raise KernelwrightError(f"examples: no technique {technique!r} in the catalogue")
+        store, _ = _open()
+        found = [e for e in (*every_stored(store), *shipped()) if tag in (None, e.technique)]
+    _warn_skipped(store)
+    if as_json:
+        rows = [
+            e.model_dump(exclude={"before", "after"})
+            | {"before": e.before.source, "after": e.after.source}
+            for e in found
+        ]
+        _print_json(rows)
+        return
+    table = Table()
+    for name in ("technique", "from", "task", "speedup", "measured on", "id"):
+        table.add_column(name, justify="right" if name == "speedup" else "left")
+    for e in sorted(found, key=lambda e: (e.technique, e.origin, -(e.speedup or 0.0))):
+        where = (e.gpu or e.arch) if e.measured else "not measured"
+        table.add_row(
+            e.technique, e.origin, escape(e.task_signature), _speed(e.speedup), where, escape(e.id)
         )
     out.print(table)
 

@@ -1,6 +1,7 @@
-"""propose: the search picks the technique to apply, the memory adds contrastive pairs, and the
-model writes one candidate (source, launch, technique tags, rationale), or repairs the last one
-from its compile log. Replies are parsed tolerantly, with one repair round. A KernelBench
+"""propose: the search picks the technique to apply, the memory adds contrastive pairs and a
+worked example of the technique (a verified before/after pair), and the model writes one
+candidate (source, launch, technique tags, rationale), or repairs the last one from its
+compile log. Replies are parsed tolerantly, with one repair round. A KernelBench
 problem gets its own prompt and its candidate is a Python file defining ModelNew."""
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from kernelwright.agent.llm import Message
 from kernelwright.agent.nodes.common import stopwatch
 from kernelwright.agent.replies import Proposal, ReplyError
 from kernelwright.agent.state import LoopState
+from kernelwright.memory import worked
 from kernelwright.memory.contrastive import as_prompt
-from kernelwright.memory.signature import op_class
+from kernelwright.memory.signature import op_class, task_signature
 from kernelwright.memory.techniques import catalogue
 from kernelwright.tools.task import Task
 
@@ -66,6 +68,27 @@ def _pairs(state: LoopState, ctx: LoopContext, task: Task) -> list[dict[str, Any
     return as_prompt(found)
 
 
+def _worked(
+    state: LoopState, ctx: LoopContext, choice: experience.TechniqueChoice | None
+) -> dict[str, Any] | None:
+    """The chosen technique's worked example for the prompt, shown in the progress."""
+    if choice is None:
+        return None
+    found = experience.worked_example(ctx.store, ctx.task, choice, state["best_source"], ctx.arch)
+    if found is None:
+        return None
+    ctx.progress(
+        {
+            "node": "propose",
+            "message": f"example: {worked.label(found, ctx.arch)}",
+            "worked_example": found.id,
+        }
+    )
+    return worked.as_prompt(
+        found, task_signature=task_signature(ctx.task), op_class=op_class(ctx.task), arch=ctx.arch
+    )
+
+
 def _messages(
     state: LoopState,
     ctx: LoopContext,
@@ -86,6 +109,7 @@ def _messages(
         "attempts": state.get("attempts", []),
         "max_attempts": ctx.history,
         "contrastive": [] if repairing else _pairs(state, ctx, task),
+        "worked_example": None if repairing else _worked(state, ctx, choice),
         "repair": repair,
     }
     kind = kind_of(task)
@@ -100,9 +124,12 @@ def propose(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
     ctx = runtime.context
     pending = state.get("proposal")
     repairing = bool(state.get("compile_log")) and pending is not None
-    choice = state.get("choice") if repairing else _search(state, ctx)
-    messages = _messages(state, ctx, choice, pending, repairing)
     kind = kind_of(ctx.task)
+    # A kind that starts with a port (C++ to CUDA) picks no technique until a port is kept:
+    # the port's gain over one CPU core would be credited to whatever the search had picked.
+    porting = bool(kind.first_prompt) and not state.get("best_index", 0)
+    choice = state.get("choice") if repairing or porting else _search(state, ctx)
+    messages = _messages(state, ctx, choice, pending, repairing)
     n = len(state.get("attempts", [])) + 1
     ctx.progress(
         {

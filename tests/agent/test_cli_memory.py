@@ -586,3 +586,25 @@ def test_reading_or_failing_commands_leave_no_memory_behind(settings_env: Path) 
     bad.write_text('{"id": "r:1", "document": "x", "metadata": {"speedup": "fast"}}\n')
     assert runner.invoke(app, ["memory", "import", str(bad)]).exit_code == 2
     assert not settings_env.exists()
+
+
+def test_export_and_import_carry_the_worked_examples(settings_env: Path, tmp_path: Path) -> None:
+    fill(settings_env)
+    shown = runner.invoke(memory_app, ["examples", "warp-shuffle", "--json"])
+    assert shown.exit_code == 0, shown.output
+    mine = [e for e in json.loads(shown.stdout) if e["origin"] == "memory"]
+    assert [(e["id"], e["before"], e["after"]) for e in mine] == [("rowsum-1:2", SHARED, WARP)]
+    assert mine[0]["speedup"] == pytest.approx(2.0) and mine[0]["arch"] == "sm_90"
+    file = tmp_path / "memory.jsonl"
+    assert runner.invoke(memory_app, ["export", str(file)]).exit_code == 0
+    env = {"KERNELWRIGHT_MEMORY__DIR": str(tmp_path / "fresh")}
+    assert runner.invoke(memory_app, ["import", str(file)], env=env).exit_code == 0
+    there = runner.invoke(memory_app, ["examples", "Warp-shuffle reductions", "--json"], env=env)
+    assert [e for e in json.loads(there.stdout) if e["origin"] == "memory"] == mine
+    table = runner.invoke(memory_app, ["examples"], env={**env, "COLUMNS": "200"})
+    row = next(ln for ln in table.stdout.splitlines() if "rowsum-1:2" in ln)
+    assert "warp-shuffle" in row and "memory" in row and "2.00x" in row and "sm_90" in row
+    assert "not measured" in table.stdout or "NVIDIA" in table.stdout  # the shipped ones
+    assert "no technique 'teleport'" in one_error_line(
+        runner.invoke(memory_app, ["examples", "teleport"])
+    )

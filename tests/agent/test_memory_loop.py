@@ -75,6 +75,7 @@ def three_candidates(gelu: CudaTask) -> tuple[ScriptedLLM, ReplayGpu]:
 def run(data: Path, model: Any, gpu: ReplayGpu, **kw: Any) -> tuple[dict[str, Any], RunDir]:
     kw.setdefault("budget", 3)
     kw.setdefault("plateau", 5)
+    kw.setdefault("tune", False)  # the loop's memory; the tune's is tests/agent/test_tune.py's
     return optimize(
         GELU, load(data_dir=data), model=model, gpu=gpu, arch="sm_90", max_repairs=1, **kw
     )
@@ -271,3 +272,40 @@ def test_the_search_offers_only_techniques_that_can_apply() -> None:
             break
         offered.add(c.tag)
     assert offered and not offered & {"fewer-atomics", "hierarchical-reduction", "warp-shuffle"}
+
+
+def test_a_verified_step_is_the_next_runs_worked_example(tmp_path: Path, gelu: CudaTask) -> None:
+    """Run 1 measures the search's first technique at 1.3x on gelu; run 2 chooses it again from
+    the original kernel and shows that very step as the worked example (before: gelu.cu, after:
+    run 1's kernel), measured on this GPU's architecture. Run 1 had only a shipped pair."""
+
+    def one_run() -> tuple[ScriptedLLM, list[dict[str, Any]]]:
+        gpu = replay_for(gelu, [(FASTER, FASTER_LAUNCH, report(gelu, "correct", 1.3))])
+        model = ScriptedLLM([reply(FASTER, FASTER_LAUNCH, []), "Vector loads helped."])
+        events: list[dict[str, Any]] = []
+        run(tmp_path, model, gpu, budget=1, progress=events.append)
+        return model, events
+
+    first_model, first_events = one_run()
+    second_model, second_events = one_run()
+    tag = next(e["choice"] for e in first_events if "choice" in e).tag
+    assert next(e["choice"] for e in second_events if "choice" in e).tag == tag
+
+    shown = [e for e in first_events if "worked_example" in e]
+    first = first_model.prompts[0][1]["content"]
+    if shown:  # a shipped pair for the technique, on another task: never this run's kernel
+        assert "(shipped, " in shown[0]["message"] and FASTER.rstrip() not in first
+        assert "## Worked example of this step" in first
+    sig = "gelu(f32[N])->f32[N]"
+    (event,) = [e for e in second_events if "worked_example" in e]
+    assert event["message"] == (
+        f"example: {tag} on {sig} (memory, measured 1.30x on an sm_90 GPU, as here)"
+    )
+    section = second_model.prompts[0][1]["content"].split("## Worked example of this step")[1]
+    assert section.split("## Answer format")[0].count("```cuda") == 2
+    assert (
+        "Measured on an sm_90 GPU, as here: the after kernel ran 1.30x as fast as the before "
+        f"one, on this task ({sig}); both were verified correct." in section
+    )
+    assert f"Before:\n```cuda\n{gelu.source.rstrip()}\n```" in section
+    assert f"After:\n```cuda\n{FASTER.rstrip()}\n```" in section

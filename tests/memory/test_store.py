@@ -157,18 +157,24 @@ def test_migrates_a_version_1_store(tmp_path: Path) -> None:
         documents=[SHARED, NAIVE],
         metadatas=[
             {"verdict": "correct", "speedup": 2.0, "tags": "shared-memory"},
-            {"verdict": "wrong", "speedup": -1.0, "tags": ""},
+            {
+                "verdict": "wrong",
+                "speedup": -1.0,
+                "tags": "",
+                "task_signature": "kernelbench:mlp()",
+            },
         ],
     )
     store = ChromaStore.open(tmp_path)
-    assert migrations.schema_version(store.client) == len(migrations.MIGRATIONS) == 2
+    assert migrations.schema_version(store.client) == len(migrations.MIGRATIONS) >= 3
     metas = store.collection.get(ids=["old:1", "old:2"])["metadatas"]
     assert metas is not None
     assert metas[0]["speedup_log"] == pytest.approx(math.log(2.0))
     assert "speedup_log" not in metas[1]
+    assert (metas[0]["kind"], metas[1]["kind"]) == ("cuda", "kernelbench")  # m003
     assert store.collection.metadata["description"]  # type: ignore[index]
     ChromaStore.open(tmp_path)  # idempotent: nothing left to apply
-    assert migrations.schema_version(store.client) == 2
+    assert migrations.schema_version(store.client) == len(migrations.MIGRATIONS)
 
 
 def test_refuses_a_newer_schema(tmp_path: Path) -> None:

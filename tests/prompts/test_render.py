@@ -9,12 +9,14 @@ from __future__ import annotations
 import ast
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import pytest
 
+from kernelwright.memory import shipped, worked
 from kernelwright.prompts import render
 from kernelwright.tools.results import Attempt, CompileResult, ProfileResult
 from kernelwright.tools.spec import CudaTask
@@ -61,6 +63,22 @@ VECTORIZE = {
     "mean_speedup": 1.182,
 }
 TECHNIQUES = ["coalescing", "warp-per-row", "block-per-row", "vector-access-16b", "tiling"]
+# How a shipped pair reads once measured, and before (set here: the index may be either).
+MEASURED = {"speedup": 1.368, "gpu": "NVIDIA H100 80GB HBM3", "arch": "sm_90"}
+UNMEASURED: dict[str, Any] = {"speedup": None, "gpu": "", "arch": ""}
+
+
+def shipped_pair(name: str) -> worked.WorkedExample:
+    return next(e for e in shipped.shipped() if e.id == name)
+
+
+def worked_view(name: str, *, sig: str = "softmax(f32[M,N])->f32[M,N]", **update: Any) -> Any:
+    """A shipped pair as the propose node shows it to a softmax task."""
+    pair = shipped_pair(name).model_copy(update=update)
+    return worked.as_prompt(pair, task_signature=sig, op_class="reduction", arch="sm_90")
+
+
+VECTOR_PAIR = worked_view("gelu-vector-access", **MEASURED)
 
 
 @pytest.fixture(scope="module")
@@ -182,10 +200,10 @@ def propose(task: CudaTask, **overrides: Any) -> list[dict[str, str]]:
         "profile": FASTER_PROFILE,
         "technique": VECTORIZE,
         "techniques": TECHNIQUES,
-        "example": render.fewshot("vectorized_copy_scale"),
         "attempts": ATTEMPTS,
         "max_attempts": 3,
         "contrastive": [],
+        "worked_example": VECTOR_PAIR,
         "repair": None,
     }
     values.update(overrides)
@@ -199,8 +217,8 @@ def first_round(task: CudaTask, **overrides: Any) -> list[dict[str, str]]:
         "speedup": 1.0,
         "profile": None,
         "technique": None,
-        "example": "",
         "attempts": [],
+        "worked_example": None,
     }
     values.update(overrides)
     return propose(task, **values)
@@ -358,8 +376,10 @@ def test_cuda_braces_survive_unchanged(task: CudaTask) -> None:
         "faster": {"source": BRACES, "speedup": 2.0},
         "slower": {"source": BRACES, "speedup": 0.5, "reason": ""},
     }
-    normal = propose(task, source=BRACES, example=BRACES, contrastive=[pair])[1]["content"]
-    assert normal.count(BRACES.rstrip()) == 4
+    braced = {**VECTOR_PAIR, "before": {"source": BRACES, "hidden": 0, "launch": None}}
+    braced["after"] = braced["before"]
+    normal = propose(task, source=BRACES, contrastive=[pair], worked_example=braced)
+    assert normal[1]["content"].count(BRACES.rstrip()) == 5
     repair = propose(task, repair={"source": BRACES, "log": "{{ log }}"})[1]["content"]
     assert BRACES.rstrip() in repair and "{{ log }}" in repair
     diff = unified_diff(task.source, BRACES, "best.cu", "candidate.cu")
@@ -447,9 +467,55 @@ def test_the_searchs_evidence_is_shown_only_when_measured(task: CudaTask) -> Non
     assert '"tags": ["vector-access-16b"]' in answer_format(propose(task))
 
 
+def test_a_measured_worked_example_says_where_and_how_much(task: CudaTask) -> None:
+    user = propose(task)[1]["content"]
+    assert "## Worked example of this step: 16-byte vector loads and stores\n" in user
+    assert (
+        "Measured on NVIDIA H100 80GB HBM3 (sm_90): the after kernel ran 1.37x as fast as the "
+        "before one, on another kind of task (gelu(f32[N])->f32[N]); both were verified correct.\n"
+    ) in user
+    pair = shipped_pair("gelu-vector-access")
+    before, after = pair.before.source, pair.after.source
+    assert (
+        f"Before (launch: block [256], grid [ceil_div(N, 256)]):\n```cuda\n{before.rstrip()}\n```"
+        in user
+    )
+    assert (
+        f"After (launch: block [256], grid [ceil_div(N, 1024)]):\n```cuda\n{after.rstrip()}\n```"
+        in user
+    )
+    assert "slower there" not in user
+    slower = worked_view("gelu-vector-access", **{**MEASURED, "speedup": 0.84})
+    assert "ran 0.84x as fast" in propose(task, worked_example=slower)[1]["content"]
+    assert "It was slower there" in propose(task, worked_example=slower)[1]["content"]
+
+
+def test_an_unmeasured_worked_example_claims_no_speedup(task: CudaTask) -> None:
+    view = worked_view("gelu-vector-access", sig="gelu(f32[N])->f32[N]", **UNMEASURED)
+    user = propose(task, worked_example=view)[1]["content"]
+    section = user.split("## Worked example of this step")[1].split("## Answer format")[0]
+    assert "An illustration, not measured here, on this task (gelu(f32[N])->f32[N])" in section
+    assert "Measured" not in section and "as fast" not in section
+    assert re.search(r"\d+\.\d+x", section) is None
+
+
+def test_a_long_worked_example_is_cut_at_sixty_lines(task: CudaTask) -> None:
+    long = "\n".join(f"    int v{i} = {i};" for i in range(75))
+    view = worked_view("gelu-vector-access", after=worked.Side(source=long), **MEASURED)
+    user = propose(task, worked_example=view)[1]["content"]
+    assert "    int v59 = 59;\n```\n(15 more lines not shown)\n" in user
+    assert "v60" not in user
+
+
+def test_no_worked_example_section_without_one(task: CudaTask) -> None:
+    user = propose(task, worked_example=None)[1]["content"]
+    assert "Worked example" not in user and "Example of the technique" not in user
+
+
 # --- the KernelBench variant ---
 
 KB_PROBLEM = EXAMPLES / "kernelbench" / "relu_mlp.py"
+KB_SIG = "kernelbench:relu_mlp(batch_size=128,in_features=1024,out_features=1024)"
 KB_FASTER = (EXAMPLES / "kernelbench" / "relu_mlp_candidate.py").read_text()
 KB_BROKEN = KB_FASTER.replace("def forward(self, x):", "def forward(self, x)")
 KB_LOG = "candidate.py, line 29: error: SyntaxError: expected ':'\n        def forward(self, x)"
@@ -496,10 +562,21 @@ def propose_kb(task: Any, **overrides: Any) -> list[dict[str, str]]:
         "attempts": KB_ATTEMPTS,
         "max_attempts": 8,
         "contrastive": [],
+        "worked_example": None,
         "repair": None,
     }
     values.update(overrides)
     return render.render("propose_kernelbench", **values)
+
+
+def test_a_kernelbench_prompt_shows_its_kinds_pair(kb_task: Any) -> None:
+    view = worked_view("relu-mlp-fusion", sig=KB_SIG, **UNMEASURED)
+    user = propose_kb(kb_task, worked_example=view)[1]["content"]
+    section = user.split("## Worked example of this step: Kernel and operator fusion\n")[1]
+    assert section.startswith("An illustration, not measured here, on this task (kernelbench:")
+    fused = shipped_pair("relu-mlp-fusion").after.source
+    assert f"After:\n```python\n{fused.rstrip()}\n```" in section
+    assert "Take the same step on the current file" in section
 
 
 def test_propose_kernelbench_first_round(kb_task: Any) -> None:
