@@ -61,6 +61,7 @@ from .results import (
 )
 from .sandbox import cap
 from .serving import flat
+from .sketch import sketch_of
 from .spec import CudaCandidate
 from .timing import summarize
 
@@ -124,6 +125,11 @@ def _cpu_timing(ms: list[float]) -> KernelTiming:
 
 
 # --- a kernel's check: the GPU-side reference and the C++ function's outputs -----------------
+
+# Timed calls of a kernel timed beside itself checked against the C++ function, picked at
+# random after the rounds: one that skips work in a fraction f of its calls escapes with
+# probability (1 - f) ** AUDITS, and moves the median only where f is large.
+AUDITS = 4
 
 
 class CppReference:
@@ -233,6 +239,42 @@ class CppReference:
         raw = header.get("ms")
         ok = isinstance(raw, list) and all(isinstance(v, int | float) for v in raw)
         self._copies_ms = [float(v) for v in raw[:100] if 0 <= v < 1e7] if ok else []
+
+    def audit(self, task: Any, rounds: Any) -> tuple[str, str]:
+        """(verdict, why) of a few timed calls, picked at random once the rounds are over,
+        against the C++ function on the same inputs: only where the kernel was timed beside
+        itself (no port yet), whose every timed call was compared with a copy of itself, which
+        would agree with it however it behaved when timed."""
+        if not self.itself or not rounds.cand or len(rounds.entries) != len(rounds.cand):
+            return "", ""
+        pick = secrets.SystemRandom().sample(range(len(rounds.cand)), min(AUDITS, len(rounds.cand)))
+        poison = plan.poisons(random.Random(secrets.randbits(64)), 1)
+        bench = dict(self.task.bench)
+        trials = [plan.Trial(bench, int(rounds.entries[i][0]), poison) for i in pick]
+        v = self.verifier
+        try:
+            results = reference_outputs(
+                self.task, trials, v.cpp_cache, v.options.reference_timeout_s
+            )
+        except KernelwrightError as exc:
+            raise ReferenceProblem(str(exc)) from None
+        outs = [a.name for a in self.task.args if a.role in ("out", "inout")]
+        for i, got in zip(pick, results, strict=True):
+            cand = rounds.cand[i]
+            signs = (int(rounds.entries[i][1]), int(rounds.entries[i][2]))
+            truth = {
+                "inputs": cand.get("inputs"),  # the kernel's inputs are the seed's: its trials
+                "sketch": {n: sketch_of(got.outputs[n], signs) for n in outs},
+            }
+            verdict, why, _ = judge.rounds_problem(task, [truth], [cand])
+            if verdict:
+                call = f"timed call {i + 1} of {len(rounds.cand)}"
+                return verdict, (
+                    why.replace("timed call 1 of 1", call)
+                    + " (audited against the C++ function: no port yet, the kernel was timed "
+                    "beside itself)"
+                )
+        return "", ""
 
     def finish(self, timing: TimingResult) -> tuple[TimingResult, Speedups]:
         """The timing against the C++ function on one core, and the three speedups."""

@@ -45,6 +45,8 @@ class Rounds:
     ref: list[dict[str, Any]] = field(default_factory=list)
     cand: list[dict[str, Any]] = field(default_factory=list)
     walls: list[tuple[float, float, float, float, int]] = field(default_factory=list)
+    # each call's [input seed, sign seed, sign seed], in the order of `ref` and `cand`
+    entries: list[list[int]] = field(default_factory=list)
     # per batch, each worker's first empty launch, and the last once the GPU settled
     ref_quiet_us: list[float] = field(default_factory=list)
     cand_quiet_us: list[float] = field(default_factory=list)
@@ -209,6 +211,7 @@ def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
                             out.ref_settled_us.append(_us(settled))
         for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):
             out.walls.append((cw, cs, rw, rs, k))
+        out.entries.extend(drawn)
         pairs += 1
         n = len(out.ref)
         spent = time.perf_counter() - timed_from

@@ -47,6 +47,38 @@ def sketch(ptr: int, n: int, dtype: str, seeds: tuple[int, int]) -> list[float]:
     return host.sum(axis=0).tolist()
 
 
+def sketch_of(values: Any, seeds: tuple[int, int]) -> list[float]:
+    """What kw_sketch computes, in NumPy, on the host (pure): the same fields from the same sign
+    seeds (tests/gpu/test_harness_gpu.py holds the two equal on a GPU). For outputs computed
+    on the CPU, as a C++ function's are."""
+    import numpy as np
+
+    idx = np.arange(np.size(values), dtype=np.uint64)
+
+    def mix(z: Any) -> Any:
+        with np.errstate(over="ignore"):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return z ^ (z >> np.uint64(31))
+
+    v = np.asarray(values).astype(np.float64).ravel()
+    finite = np.isfinite(v)
+    w = [np.where(mix(np.uint64(s) ^ mix(idx)) & np.uint64(1), 1.0, -1.0) for s in seeds]
+    f = np.where(finite, v, 0.0)
+    code = np.where(np.isnan(v), 1.0, np.where(v > 0, 2.0, 3.0)) * ~finite
+    return [
+        float((w[0] * f).sum()),
+        float((w[1] * f).sum()),
+        float(np.abs(f).sum()),
+        float((f * f).sum()),
+        float(np.isnan(v).sum()),
+        float(np.isposinf(v).sum()),
+        float(np.isneginf(v).sum()),
+        float((w[0] * code).sum()),
+    ]
+
+
 @functools.cache
 def _buffers() -> tuple[Any, Any]:
     """The blocks' partial sums, on the device and on the host: made once per worker."""

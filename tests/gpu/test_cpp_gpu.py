@@ -103,6 +103,23 @@ def test_a_port_that_disagrees_with_the_function_is_an_error(
     assert "the task's port (wrong.cu) disagrees with the C++ function" in report.reason
 
 
+def test_a_kernel_with_no_port_yet_is_audited_and_an_honest_one_passes(
+    tmp_path: Path, verifier: Verifier
+) -> None:
+    """With no port, the kernel is timed beside itself and a few of its timed calls are held
+    to the C++ function afterwards (cpp_check.CppReference.audit): an honest kernel passes on
+    the GPU's own sketches, the NumPy sketch of the function's outputs agreeing with them."""
+    copy = tmp_path / "histogram"
+    shutil.copytree(CPP / "histogram", copy)
+    spec = copy / "histogram.toml"
+    spec.write_text("\n".join(ln for ln in spec.read_text().splitlines() if "port =" not in ln))
+    task = example("histogram", tmp_path)
+    assert task.port() is None
+    report = verifier.check(task, _candidate(task, "faster"))  # type: ignore[arg-type]
+    assert report.verdict == "correct", report.reason
+    assert report.speedups is not None and "itself" in report.speedups.port_is
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_best_host_is_the_function_end_to_end(
     name: str, tmp_path: Path, verifier: Verifier

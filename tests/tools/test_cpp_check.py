@@ -245,3 +245,69 @@ def test_a_drop_in_that_does_not_build_is_a_compile_error(tmp_path: Path, verifi
     assert report.verdict == "compile_error"
     assert "best_host.cu" in report.reason and "undeclared" in report.reason
     assert report.compile is not None and report.compile.backend == "nvcc"
+
+
+# --- a kernel timed beside itself: a few timed calls audited against the C++ function ------------
+
+
+def _no_port_axpy(tmp_path: Path) -> CppTask:
+    """The axpy example without its port, at a small bench size: its first kernel is timed
+    beside itself."""
+    copy = tmp_path / "axpy"
+    shutil.copytree(CPP / "axpy", copy)
+    spec = copy / "axpy.toml"
+    text = "\n".join(ln for ln in spec.read_text().splitlines() if not ln.startswith("port ="))
+    spec.write_text(text.replace("bench = { N = 16777216 }", "bench = { N = 4099 }"))
+    task = load_task(copy)
+    assert isinstance(task, CppTask) and task.port() is None and task.bench == {"N": 4099}
+    return task
+
+
+def _timed_calls(task: CppTask, cheat: set[int], calls: int = 6) -> Any:
+    """Rounds of one call as the candidate's worker reports them: y = a x + y on the seed's
+    inputs (NumPy, not the C++ function), or, in the calls `cheat`, y left as it came in."""
+    from types import SimpleNamespace
+
+    from kernelwright.tools.cpp_inputs import arg_seed, generate
+    from kernelwright.tools.sketch import sketch_of
+
+    n = task.bench["N"]
+    index = {a.name: i for i, a in enumerate(task.args)}
+    init = {a.name: a.init for a in task.args}
+    entries, cand = [], []
+    for c in range(calls):
+        seed, signs = 1000 + c, (31 + c, 77 + c)
+        x = generate("float32", (n,), arg_seed(seed, index["x"]), init["x"])
+        y = generate("float32", (n,), arg_seed(seed, index["y"]), init["y"])
+        out = y if c in cheat else (np.float32(2.5) * x + y).astype(np.float32)
+        entries.append([seed, *signs])
+        cand.append(
+            {
+                "inputs": {"x": "c"},
+                "inputs_after": {"x": "c"},
+                "unwritten": {},
+                "guards": [],
+                "sketch": {"y": sketch_of(out, signs)},
+            }
+        )
+    return SimpleNamespace(cand=cand, entries=entries)
+
+
+@needs_gxx
+def test_a_kernel_timed_beside_itself_has_timed_calls_audited_against_the_function(
+    tmp_path: Path, verifier: Any
+) -> None:
+    """With no port yet, the kernel is its own reference in the rounds: every timed call agrees
+    with a copy of itself, however it behaves when timed. A few calls, picked after the rounds,
+    are held to the C++ function's outputs on the same inputs."""
+    task = _no_port_axpy(tmp_path)
+    kernel = load_candidate(task, CPP / "axpy" / "candidates" / "port.cu")
+    side = CppReference(verifier, task, kernel)
+    assert side.itself
+    assert side.audit(task, _timed_calls(task, cheat=set())) == ("", "")
+    verdict, why = side.audit(task, _timed_calls(task, cheat=set(range(6))))
+    assert verdict == "wrong" and "audited against the C++ function" in why
+    assert re.search(r"timed call [1-6] of 6", why) and "output 'y' differs" in why
+    ported = CppReference(verifier, example("axpy"), kernel)  # the task's port: not audited
+    assert not ported.itself
+    assert ported.audit(task, _timed_calls(task, cheat=set(range(6)))) == ("", "")

@@ -12,6 +12,7 @@ import pytest
 
 from kernelwright.tools import judge, sketch
 from kernelwright.tools.plan import Trial, poisons
+from kernelwright.tools.sketch import sketch_of
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
 from tests.conftest import EXAMPLES
@@ -148,30 +149,7 @@ def test_a_problem_the_worker_reports_rejects() -> None:
 
 def _sketch(values: np.ndarray, signs: tuple[int, int] = (5, 6)) -> list[float]:
     """What kernels.py's kw_sketch computes, in NumPy (the same signs from the same seeds)."""
-    idx = np.arange(values.size, dtype=np.uint64)
-
-    def mix(z: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            z = z + np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            return z ^ (z >> np.uint64(31))
-
-    v = values.astype(np.float64).ravel()
-    finite = np.isfinite(v)
-    w = [np.where(mix(np.uint64(s) ^ mix(idx)) & np.uint64(1), 1.0, -1.0) for s in signs]
-    f = np.where(finite, v, 0.0)
-    code = np.where(np.isnan(v), 1.0, np.where(v > 0, 2.0, 3.0)) * ~finite
-    return [
-        float((w[0] * f).sum()),
-        float((w[1] * f).sum()),
-        float(np.abs(f).sum()),
-        float((f * f).sum()),
-        float(np.isnan(v).sum()),
-        float((np.isposinf(v)).sum()),
-        float((np.isneginf(v)).sum()),
-        float((w[0] * code).sum()),
-    ]
+    return sketch_of(values, signs)
 
 
 def _round(y: np.ndarray, **extra: Any) -> dict[str, Any]:

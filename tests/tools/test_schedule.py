@@ -76,6 +76,8 @@ def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
     assert "ref pinned [2, 3]" in log and "cand pinned [2, 3]" in log
     assert len(out.walls) == 32 and all(w[4] == 1 for w in out.walls)  # per round
     assert out.ms("ref") == [1.0] * 32 and out.ms("cand") == [0.5] * 32
+    # each call's seeds, in the replies' order: what a later audit of a call recomputes from
+    assert out.entries == cand.rounds_seen
 
 
 def test_quiet_rounds_stop_early_noisy_ones_run_to_the_budget() -> None:
