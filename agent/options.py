@@ -22,6 +22,7 @@ def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
         "run_timeout_s": settings.run_timeout_s,
         "compile_timeout_s": settings.compile_timeout_s,
         "timing_budget_s": settings.timing_budget_s,
+        "timing_processes": settings.timing_processes,
         "host_memory_bytes": int(settings.worker_host_memory_gib * (1 << 30)),
         "cache_dir": str(settings.cache_dir / "cupy"),
         "build_cache_dir": str(settings.builds_dir),

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     run_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False)
     compile_timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     timing_budget_s: float = Field(default=0.6, gt=0, allow_inf_nan=False)
+    # KernelBench: each side timed in this many processes, in turns (fewer where GPU memory is
+    # short); one process a side reads a few percent apart by process on a short forward
+    timing_processes: int = Field(default=3, ge=1, le=8)
     worker_host_memory_gib: float = Field(default=16.0, gt=0, allow_inf_nan=False)
     provider: Literal["ollama", "openai"] = "ollama"
     context_length: int = Field(default=16384, gt=0)  # Ollama's num_ctx: always sent

@@ -112,8 +112,11 @@ class Pool:
         cache_dir: str | None,
         pin: set[int],
         start_timeout_s: float,
+        processes: dict[str, int] | None = None,
     ) -> None:
         self.backend, self.memory, self.pin = backend, host_memory_bytes, pin
+        # per task kind, the workers of each role a check takes (its timing's processes a side)
+        self.processes = processes or {}
         self.others = other_cpus(pin) if pin else set()  # where spares and the controller go
         self.start_timeout_s = start_timeout_s
         self._own_cache = cache_dir is None
@@ -162,7 +165,7 @@ class Pool:
             return
         for kind, count in WANTED[task_kind].items():
             pool = self._spares.setdefault(kind, [])
-            while len(pool) < count:
+            while len(pool) < count * self.processes.get(task_kind, 1):
                 pool.append(self.new(kind, "spare", others or None).start())
 
     def release(self) -> None:

@@ -17,14 +17,21 @@ what a worker reports is bounded by it (timing.unexplained_us).
 A round is one call (CUDA tasks) or, for KernelBench problems, as many as fit about 2 ms of the
 reference's time: the statistics compare rounds (the mean of their calls).
 
+A side may be timed in several processes (`more` pairs of workers, KernelBench): the same
+forward settles at a level of its own in each process, a few percent apart, which no number of
+rounds in one process averages out. The pairs take turns, a stint each (R C C R), every worker
+of the other pairs paused meanwhile; each pair's rounds are compared within the pair (the same
+inputs at the same index), and the rounds stop only once every pair has had as many stints.
+
 It stops when the median ratio is known within `precision`, or its time budget is spent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +60,7 @@ class Rounds:
     ref_settled_us: list[float] = field(default_factory=list)
     wall_ms: float = 0.0
     calls: int = 1  # timed calls a round, each on its own input set
+    processes: int = 1  # each side's, taking turns
 
     def ms(self, side: str) -> list[float]:
         return [float(r["ms"]) for r in (self.ref if side == "ref" else self.cand)]
@@ -112,11 +120,12 @@ def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     return result
 
 
-def _measure(ref: Sandbox, cand: Sandbox, budget: Budget) -> int:
-    """Calls a round, from a few rounds of the reference's timed with the candidate's worker
-    paused (the warm-ups ran side by side: a candidate busy then would slow the reference's and
-    buy itself rounds of one call, with the widest allowance a call)."""
-    with _paused(cand):
+def _measure(ref: Sandbox, others: list[Sandbox], budget: Budget) -> int:
+    """Calls a round, from a few rounds of the reference's timed with every other worker (the
+    candidate's, and any further pairs') paused (the warm-ups ran side by side: a candidate
+    busy then would slow the reference's and buy itself rounds of one call, with the widest
+    allowance a call)."""
+    with _paused(*others):
         ref.send({"cmd": "measure", "calls": 8, "probe": True})
         header, _ = ref.receive(budget.warmup_timeout_s, "timing the reference", Expect(sizes=()))
     if header.get("type") != "measured":
@@ -142,24 +151,39 @@ def _round(
 
 
 @contextlib.contextmanager
-def _paused(box: Sandbox) -> Iterator[None]:
-    """The worker and everything it started stopped meanwhile, and let go after, come what may."""
-    box.pause()
-    try:
+def _paused(*boxes: Sandbox) -> Iterator[None]:
+    """The workers and everything they started stopped meanwhile, and let go after, come what
+    may."""
+    with contextlib.ExitStack() as stack:
+        for box in boxes:
+            box.pause()
+            stack.callback(box.resume)
         yield
-    finally:
-        box.resume()
 
 
 def _us(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and value >= 0 else float("inf")
 
 
-def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None) -> Rounds:
-    """Warm both workers up, then time batches in turn until the budget says stop."""
+def run(
+    ref: Sandbox,
+    cand: Sandbox,
+    budget: Budget,
+    pin: set[int] | None = None,
+    more: Sequence[tuple[Sandbox, Sandbox]] = (),
+) -> Rounds:
+    """Warm every worker up, then time batches in turn until the budget says stop. `more`:
+    further (reference, candidate) pairs of workers, each side's in processes of its own."""
     out = Rounds()
     start = time.perf_counter()
-    workers = ((ref, "reference"), (cand, "candidate"))
+    pairs = [(ref, cand), *more]
+    out.processes = len(pairs)
+    workers = [
+        (box, who + (f" (process {n + 1})" if n else ""))
+        for n, pair in enumerate(pairs)
+        for box, who in zip(pair, ("reference", "candidate"), strict=True)
+    ]
+    everyone = [box for box, _ in workers]
     for box, _ in workers:  # side by side: what the warm-up ran is never counted
         if pin:
             box.pin(pin)
@@ -169,62 +193,76 @@ def run(ref: Sandbox, cand: Sandbox, budget: Budget, pin: set[int] | None = None
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
     if budget.several_calls:
-        out.calls = _measure(ref, cand, budget)
-    for box in (ref, cand):
+        out.calls = _measure(ref, everyone[1:], budget)
+    for box in everyone:
         if pin:  # again: threads the warm-up started took the timing thread's CPU with them
             box.pin(pin)
         box.spin(0.005)
     try:
-        _batches(ref, cand, budget, out)
+        _batches(pairs, budget, out)
     finally:
-        for box in (ref, cand):
+        for box in everyone:
             box.spin(0.0)
     out.wall_ms = (time.perf_counter() - start) * 1e3
     return out
 
 
-def _batches(ref: Sandbox, cand: Sandbox, budget: Budget, out: Rounds) -> None:
-    seeds, pairs = RoundSeeds(), 0
+def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) -> None:
+    seeds = RoundSeeds()
     timed_from = time.perf_counter()
     k = out.calls
     per_batch = max(2, -(-budget.batch // k)) if k > 1 else budget.batch
-    while True:
-        drawn = seeds.take(per_batch * k)
-        chunk = [drawn[i : i + k] for i in range(0, len(drawn), k)]
-        walls: dict[str, list[tuple[float, float]]] = {}
-        for side in ("ref", "cand") if pairs % 2 == 0 else ("cand", "ref"):
-            box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
-            phase = f"timing the {who}"
-            with _paused(cand if side == "ref" else ref):  # each timed alone
-                walls[side] = []
-                for i, group in enumerate(chunk):
-                    wall, replies, first = _round(
-                        box, group, i == 0, budget.round_timeout_s, phase, who
-                    )
-                    (out.ref if side == "ref" else out.cand).extend(replies)
-                    walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
-                    if i == 0:  # the batch's first message probed the GPU
-                        quiet, settled = first.get("quiet_us"), first.get("settled_us")
-                        quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us
-                        quiets.append(_us(quiet))
-                        if side == "ref":
-                            out.ref_settled_us.append(_us(settled))
-        for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):
-            out.walls.append((cw, cs, rw, rs, k))
-        out.entries.extend(drawn)
-        pairs += 1
+    for stint in itertools.count():
+        ref, cand = pairs[stint % len(pairs)]
+        idle = [box for pair in pairs if pair != (ref, cand) for box in pair]
+        with _paused(*idle):  # the other pairs' workers: stopped through this pair's stint
+            for order in (("ref", "cand"), ("cand", "ref")):
+                _pair_of_batches(ref, cand, order, seeds.take(per_batch * k), budget, out)
+                spent = time.perf_counter() - timed_from
+                # calls far slower than the budget allows: one R-C pair of batches is all
+                if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
+                    return
         n = len(out.ref)
-        spent = time.perf_counter() - timed_from
-        # calls far slower than the budget allows: one R-C pair of batches is all there will be
-        if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
-            break
-        if (
-            pairs % 2 == 0
-            and n >= budget.min_rounds
+        if (stint + 1) % len(pairs) == 0 and (
+            n >= budget.min_rounds
             and (
                 n >= budget.max_rounds
                 or spent >= budget.seconds
                 or ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision)
             )
         ):
-            break
+            return
+
+
+def _pair_of_batches(
+    ref: Sandbox,
+    cand: Sandbox,
+    order: tuple[str, str],
+    drawn: list[list[int]],
+    budget: Budget,
+    out: Rounds,
+) -> None:
+    """One batch a side, in `order`, on the same calls; each side timed with the other paused."""
+    k = out.calls
+    chunk = [drawn[i : i + k] for i in range(0, len(drawn), k)]
+    walls: dict[str, list[tuple[float, float]]] = {}
+    for side in order:
+        box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
+        phase = f"timing the {who}"
+        with _paused(cand if side == "ref" else ref):  # each timed alone
+            walls[side] = []
+            for i, group in enumerate(chunk):
+                wall, replies, first = _round(
+                    box, group, i == 0, budget.round_timeout_s, phase, who
+                )
+                (out.ref if side == "ref" else out.cand).extend(replies)
+                walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
+                if i == 0:  # the batch's first message probed the GPU
+                    quiet, settled = first.get("quiet_us"), first.get("settled_us")
+                    quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us
+                    quiets.append(_us(quiet))
+                    if side == "ref":
+                        out.ref_settled_us.append(_us(settled))
+    for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):
+        out.walls.append((cw, cs, rw, rs, k))
+    out.entries.extend(drawn)

@@ -89,6 +89,7 @@ def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any]) -> None:
     import torch
 
     sizes, seed = trial["sizes"], trial["seed"]
+    torch.cuda.reset_peak_memory_stats()
     with torch.no_grad():
         inputs = runner.inputs(seed, sizes)
         sums = tensor_checksums(inputs)
@@ -114,6 +115,10 @@ def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any]) -> None:
             "meta": meta,
             "native": native_meta,
             "reference": precision,
+            # what the trial took on the GPU, and what is left: how many processes a side
+            # the timing can have (verify.Verifier._ready)
+            "gpu_peak_bytes": int(torch.cuda.max_memory_allocated()),
+            "gpu_free_bytes": int(torch.cuda.mem_get_info()[0]),
         },
         arrays,
     )

@@ -121,6 +121,7 @@ def timing(
         rounds=len(rounds.cand),
         input_sets=len(rounds.cand),
         calls_per_round=rounds.calls,
+        processes=rounds.processes,
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,

@@ -59,6 +59,9 @@ class VerifyOptions:
     build_cache_dir: str | None = None  # candidates' cubins (builds.py); None: per Verifier
     prestart: bool = False  # start the next check's workers as soon as one check ends
     pin_cpus: bool = True  # time both workers, in turn, on the same CPUs
+    # KernelBench: each side timed in this many processes of its own, in turns (schedule.py);
+    # fewer where the GPU's free memory would not hold them
+    timing_processes: int = 3
     # a C++ task's built functions, outputs and times on the CPU; None: per Verifier
     reference_cache_dir: str | None = None
     reference_timeout_s: float = 600.0  # a C++ function's call (an O(N^3) one takes seconds)
@@ -109,7 +112,14 @@ class Verifier:
         self._device: DeviceInfo | None = None
         self._pin = timing_cpus() if self.options.pin_cpus else set()
         o = self.options
-        self.pool = Pool(o.backend, o.host_memory_bytes, o.cache_dir, self._pin, o.start_timeout_s)
+        self.pool = Pool(
+            o.backend,
+            o.host_memory_bytes,
+            o.cache_dir,
+            self._pin,
+            o.start_timeout_s,
+            {"kernelbench": max(1, o.timing_processes)},
+        )
         self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
         self._own_cpp = o.reference_cache_dir is None
         self.cpp_cache = Path(o.reference_cache_dir or tempfile.mkdtemp(prefix="kw-cpp-"))
@@ -233,6 +243,9 @@ class Verifier:
                         }
                     )
                 cand_box = stack.enter_context(self.pool.take(cand_kind, "candidate"))
+                cand_job = candidate.worker_job(task.path)
+                # further processes a side for the timing, their start-up beside the trials
+                more = self._more_workers(task, stack, side, cand_job, files, poison)
                 self._prestart(task, early=True)  # the next check's, beside this one
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(
@@ -263,7 +276,6 @@ class Verifier:
                     cubin = [bytes(arrays[0])]
                     if build_key:
                         self.builds.put(build_key, compiled, cubin[0])
-                cand_job = candidate.worker_job(task.path)
                 job = self._job(side.worker_task, "candidate", trials, cand_job, files, poison)
                 cand_box.send(job, cubin)
 
@@ -324,13 +336,20 @@ class Verifier:
                     lap("trials")
                 del first, expected  # a large trial's outputs are not held through the timing
                 at_bench = expected_for(len(trials), post)
-                self.progress("timing")
+                stage = "reference"
+                more = self._ready(more, at_bench[0])
+                stage = "candidate"
+                self._imported(more)
+                self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
                 budget = self._budget(task)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
                 with controller_off(self._pin, self.pool.others):
-                    rounds = schedule.run(ref_box, cand_box, budget, self._pin)
+                    rounds = schedule.run(ref_box, cand_box, budget, self._pin, more)
                 after = nvml.clock_sample()
+                for pair in more:  # timed: nothing more of them
+                    for box in pair:
+                        box.kill()
                 self.pool.release()
                 lap("timing")
                 ref_box.send({"cmd": "done"})
@@ -379,6 +398,73 @@ class Verifier:
                     "compile_error", f"the compiler failed: {failure.reason}", device=device
                 )
             return report(failure.verdict, failure.reason, compile=compiled, device=device)
+
+    def _more_workers(
+        self,
+        task: Task,
+        stack: contextlib.ExitStack,
+        side: OwnReference,
+        cand_job: dict[str, Any],
+        files: dict[str, str],
+        poison: int,
+    ) -> list[tuple[Sandbox, Sandbox]]:
+        """For a forward timed with its host dispatch (KernelBench), the timing's further
+        processes a side, sent their jobs now (no trials: they only time) so that their
+        start-up, the candidate's import included, runs beside the first pair's trials. The
+        same forward settles at a level of its own in each process, a few percent apart (an
+        H100, eighth and tenth sessions: about 1.4% a self-check): one process a side cannot
+        promise the 2% a reference must read against itself."""
+        if not task.host_code or self.options.timing_processes <= 1:
+            return []
+        ref_kind, cand_kind = task.worker_kinds
+        more = []
+        for n in range(2, self.options.timing_processes + 1):
+            ref = stack.enter_context(self.pool.take(ref_kind, f"reference {n}"))
+            ref.send(
+                self._job(side.worker_task, "reference", [], None, files, poison) | side.ref_extra,
+                side.ref_arrays,
+            )
+            cand = stack.enter_context(self.pool.take(cand_kind, f"candidate {n}"))
+            cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison))
+            more.append((ref, cand))
+        return more
+
+    def _ready(
+        self, more: list[tuple[Sandbox, Sandbox]], at_bench: dict[str, Any]
+    ) -> list[tuple[Sandbox, Sandbox]]:
+        """The further pairs' reference workers, started; as many pairs as the GPU's free
+        memory holds beside the first (each pair about twice what the reference's worker used
+        at the bench size, float64 copies included: room to spare), the rest stopped."""
+        keep = len(more)
+        peak, free = at_bench.get("gpu_peak_bytes"), at_bench.get("gpu_free_bytes")
+        if isinstance(peak, int) and isinstance(free, int) and peak > 0:
+            keep = min(keep, max(0, int(0.7 * free) // (2 * peak)))
+        for ref, cand in more[keep:]:
+            ref.kill()
+            cand.kill()
+        ready = more[:keep]
+        for n, (ref, _) in enumerate(ready, start=2):
+            ref.receive(
+                self.options.start_timeout_s, f"starting reference worker {n}", Expect(sizes=())
+            )
+        return ready
+
+    def _imported(self, more: list[tuple[Sandbox, Sandbox]]) -> None:
+        """The further candidate workers started, each with the candidate imported. One that
+        imported in its first worker and not in another crashed."""
+        for n, (_, cand) in enumerate(more, start=2):
+            cand.receive(self.options.start_timeout_s, f"starting worker {n}", Expect(sizes=()))
+            header, _ = cand.receive(
+                self.options.python_compile_timeout_s,
+                f"importing the candidate in worker {n}",
+                Expect(sizes=()),
+            )
+            compiled = compile_reply(header, "python", "")
+            if not compiled.ok:
+                raise WorkerFailure(
+                    "crashed",
+                    f"imported in its first worker, not in worker {n}: {compiled.first_error}",
+                )
 
     def _does_not_fit(self, task: Task, trials: list[plan.Trial]) -> str:
         """Why this check would not fit this machine's memory ("" when it would, or when the

@@ -217,3 +217,55 @@ def test_kernelbench_rounds_a_call_a_message_sized_by_the_reference() -> None:
 )
 def test_calls_a_round_from_the_references_own_rounds(ms: Any, calls: int) -> None:
     assert schedule.calls_per_round(ms) == calls
+
+
+def test_several_processes_a_side_take_turns_with_every_other_worker_paused() -> None:
+    """KernelBench's sides timed in several processes each: each pair gets whole stints
+    (R C C R) in turn with every worker of the other pairs stopped, each pair's two workers get
+    the same calls, the reference is measured with every other worker stopped, and the rounds
+    stop only once every pair has had as many stints."""
+    log: list[str] = []
+    boxes: list[FakeWorker] = []
+
+    class Watched(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            cmd = self.pending["cmd"]
+            if cmd in ("round", "measure"):  # whoever is timed runs alone
+                running = [b.name for b in boxes if not b.paused]
+                assert running == [self.name], f"{self.name} timed beside {running}"
+            if cmd == "measure":
+                return {"type": "measured", "ms": 0.25}, []
+            return super().receive(*args, **kwargs)
+
+    pairs = [(Watched(f"ref{n}", log, 1.0), Watched(f"cand{n}", log, 0.5)) for n in range(3)]
+    boxes.extend(b for pair in pairs for b in pair)
+    (ref, cand), *more = pairs
+    out = schedule.run(
+        ref,  # type: ignore[arg-type]
+        cand,  # type: ignore[arg-type]
+        schedule.Budget(min_rounds=8, batch=8, seconds=0.0),
+        pin={2, 3},
+        more=more,  # type: ignore[arg-type]
+    )
+    turns = [e.split()[0] for e in log if e.endswith(" rounds")]
+    stint = ["ref{n}", "cand{n}", "cand{n}", "ref{n}"]
+    assert turns == [t.format(n=n) for n in range(3) for t in stint]  # one stint each, in turn
+    for r, c in pairs:
+        assert r.rounds_seen == c.rounds_seen and len(r.rounds_seen) == 16
+    seen = [tuple(x) for r, _ in pairs for x in r.rounds_seen]
+    assert len(set(seen)) == 48  # no call's inputs timed twice, in any process
+    assert sorted(map(tuple, out.entries)) == sorted(seen)
+    assert len(out.ref) == len(out.cand) == 48 and not any(b.paused for b in boxes)
+
+    log.clear()
+    for b in boxes:
+        b.rounds_seen.clear()
+    out = schedule.run(
+        ref,  # type: ignore[arg-type]
+        cand,  # type: ignore[arg-type]
+        schedule.Budget(min_rounds=24, batch=16, seconds=60.0, several_calls=True),
+        pin={2, 3},
+        more=more,  # type: ignore[arg-type]
+    )
+    assert out.calls == 8  # measured on the first pair's reference, everyone else stopped
+    assert len({len(r.rounds_seen) for r, _ in pairs}) == 1  # as many stints each

@@ -51,6 +51,11 @@ def test_the_reference_worker_sets_up_as_the_candidates_does(
     fake_torch = types.ModuleType("torch")
     fake_torch.no_grad = contextlib.nullcontext  # type: ignore[attr-defined]
     fake_torch.Tensor = type("Tensor", (), {})  # type: ignore[attr-defined]
+    fake_torch.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        reset_peak_memory_stats=lambda: None,
+        max_memory_allocated=lambda: 1 << 20,
+        mem_get_info=lambda: (1 << 30, 1 << 31),
+    )
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
 
     class Runner:

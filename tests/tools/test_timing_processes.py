@@ -1,0 +1,160 @@
+"""KernelBench's sides timed in several processes (no GPU): how many further pairs of workers a
+check starts and keeps, and what it does with the rest (verify.Verifier's _more_workers, _ready
+and _imported, with recorded workers)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+
+from kernelwright.tools import pool as pool_module
+from kernelwright.tools.sandbox import WorkerFailure
+from kernelwright.tools.verify import OwnReference, Verifier, VerifyOptions
+
+
+class Box:
+    def __init__(self, kind: str, label: str, log: list[str], imported: bool = True) -> None:
+        self.kind, self.label, self.log, self.imported = kind, label, log, imported
+        self.jobs: list[dict[str, Any]] = []
+        self.replies = 0
+        self.killed = False
+
+    def __enter__(self) -> Box:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.log.append(f"closed {self.label}")
+
+    def send(self, job: dict[str, Any], arrays: Any = None) -> None:
+        self.jobs.append(job)
+
+    def kill(self) -> None:
+        self.killed = True
+        self.log.append(f"killed {self.label}")
+
+    def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
+        assert not self.killed, f"{self.label} read after it was stopped"
+        self.replies += 1
+        self.log.append(f"{phase}")
+        if self.replies == 2:  # the candidate's import
+            result = {"ok": self.imported, "log": "" if self.imported else "ImportError: x"}
+            return {"type": "compiled", "result": {**result, "backend": "python"}}, []
+        return {"type": "device"}, []
+
+
+class Task:
+    host_code = True
+    worker_kinds = ("torch-ref", "torch-cand")
+
+    def model_dump(self) -> dict[str, Any]:
+        return {"kind": "kernelbench"}
+
+
+def _verifier(
+    monkeypatch: pytest.MonkeyPatch, log: list[str], failing: str = "", **options: Any
+) -> Verifier:
+    verifier = Verifier(VerifyOptions(pin_cpus=False, **options))
+
+    def take(kind: str, label: str) -> Box:
+        return Box(kind, label, log, imported=label != failing)
+
+    monkeypatch.setattr(verifier.pool, "take", take)
+    return verifier
+
+
+def test_each_side_gets_further_processes_that_only_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[str] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=3)
+    task: Any = Task()
+    side = OwnReference(verifier, task, None)
+    with contextlib.ExitStack() as stack:
+        more = verifier._more_workers(task, stack, side, {"class_name": "ModelNew"}, {}, 7)
+        assert [(r.label, c.label) for r, c in more] == [
+            ("reference 2", "candidate 2"),
+            ("reference 3", "candidate 3"),
+        ]
+        for ref, cand in more:  # sent their jobs at once, with no trials: they only time
+            assert ref.jobs[0]["role"] == "reference" and ref.jobs[0]["trials"] == []
+            assert cand.jobs[0]["role"] == "candidate" and cand.jobs[0]["trials"] == []
+            assert cand.jobs[0]["candidate"] == {"class_name": "ModelNew"}
+        # room for both further pairs: 2 GiB free, each pair about 2 x 100 MiB
+        kept = verifier._ready(more, {"gpu_peak_bytes": 100 << 20, "gpu_free_bytes": 2 << 30})
+        assert kept == more and not any(b.killed for p in more for b in p)
+        verifier._imported(kept)
+        assert all(c.replies == 2 for _, c in kept)
+    verifier.close()
+    assert sum(e.startswith("closed") for e in log) == 4  # the check's end stops every one
+
+
+def test_only_as_many_pairs_as_the_gpus_free_memory_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[str] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=4)
+    task: Any = Task()
+    side = OwnReference(verifier, task, None)
+    with contextlib.ExitStack() as stack:
+        more = verifier._more_workers(task, stack, side, {}, {}, 7)
+        assert len(more) == 3
+        # 10 GiB free, the reference's trial took 3 GiB: one further pair (2 x 3 <= 0.7 x 10)
+        kept = verifier._ready(more, {"gpu_peak_bytes": 3 << 30, "gpu_free_bytes": 10 << 30})
+        assert kept == more[:1]
+        assert all(r.killed and c.killed for r, c in more[1:])  # their memory back at once
+        none = verifier._ready(more[:1], {"gpu_peak_bytes": 8 << 30, "gpu_free_bytes": 10 << 30})
+        assert none == [] and more[0][0].killed
+    verifier.close()
+
+
+def test_a_cuda_task_or_one_process_a_side_starts_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[str] = []
+    task: Any = Task()
+    one = _verifier(monkeypatch, log, timing_processes=1)
+    with contextlib.ExitStack() as stack:
+        assert one._more_workers(task, stack, OwnReference(one, task, None), {}, {}, 1) == []
+    one.close()
+    task.host_code = False  # a kernel's launches, timed by events: one process a side
+    three = _verifier(monkeypatch, log, timing_processes=3)
+    with contextlib.ExitStack() as stack:
+        assert three._more_workers(task, stack, OwnReference(three, task, None), {}, {}, 1) == []
+    three.close()
+    assert log == []
+
+
+def test_a_candidate_that_imports_once_and_not_again_crashed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log: list[str] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=3, failing="candidate 3")
+    task: Any = Task()
+    with contextlib.ExitStack() as stack:
+        more = verifier._more_workers(task, stack, OwnReference(verifier, task, None), {}, {}, 1)
+        with pytest.raises(WorkerFailure, match="not in worker 3: ImportError") as caught:
+            verifier._imported(more)
+        assert caught.value.verdict == "crashed"
+    verifier.close()
+
+
+def test_the_pool_keeps_spares_for_every_process_of_a_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[str] = []
+
+    class Spare:
+        def __init__(self, kind: str) -> None:
+            self.kind = kind
+
+        def start(self) -> Spare:
+            started.append(self.kind)
+            return self
+
+        def close(self) -> None:
+            pass
+
+    pool = pool_module.Pool("nvrtc", 1 << 30, None, set(), 10.0, {"kernelbench": 3})
+    monkeypatch.setattr(pool, "new", lambda kind, label, cpus=None: Spare(kind))
+    pool.prestart("kernelbench")
+    assert sorted(started) == ["torch-cand"] * 3 + ["torch-ref"] * 3
+    started.clear()
+    pool.prestart("cuda")  # a CUDA task's are timed in one process a side
+    assert sorted(started) == ["compile", "cuda", "cuda"]
+    pool.close()
