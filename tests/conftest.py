@@ -58,18 +58,13 @@ def _no_tune_after_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def proposed_launch(candidate: Path) -> dict[str, Any] | None:
     """A hand-written candidate's launch (its .toml's [launch]) as a model's reply carries it:
-    the knobs it names replaced by their defaults in the .cu (a proposal's launch is read over
-    the task's sizes alone)."""
-    from kernelwright.tools.knobs import knob_values
-    from kernelwright.tools.spec import LaunchSpec
-
+    over the task's sizes and the knobs the kernel defines (`#ifndef TILE`), as the propose
+    prompt asks, so that tune's knob values reach the launch too."""
     sidecar = candidate.with_suffix(".toml")
     if not sidecar.is_file():
         return None
     raw = tomllib.loads(sidecar.read_text())["launch"]
-    launch = LaunchSpec.model_validate({k: _texts(v) for k, v in raw.items()})
-    bound = launch.bind(knob_values(candidate.read_text())).model_dump()
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in bound.items()}
+    return {k: _texts(v) for k, v in raw.items()}
 
 
 def _texts(value: Any) -> Any:

@@ -19,9 +19,12 @@ reference's time: the statistics compare rounds (the mean of their calls).
 
 A side may be timed in several processes (`more` pairs of workers, KernelBench): the same
 forward settles at a level of its own in each process, a few percent apart, which no number of
-rounds in one process averages out. The pairs take turns, a stint each (R C C R), every worker
-of the other pairs paused meanwhile; each pair's rounds are compared within the pair (the same
-inputs at the same index), and the rounds stop only once every pair has had as many stints.
+rounds in one process averages out. The pairs take turns, a stint each (R C C R R C C R), every
+worker of the other pairs paused meanwhile; each pair's rounds are compared within the pair
+(the same inputs at the same index). The first batch of a stint follows the pair's longest
+pause, and is slower for it (on an H100, a reference always first read 2 to 4% slower against
+itself): a pair's stints start with each side in turn (C R R C C R R C the next time), and the
+rounds stop only once every pair has had an even number of stints.
 
 It stops when the median ratio is known within `precision`, or its time budget is spent.
 """
@@ -212,18 +215,24 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
     timed_from = time.perf_counter()
     k = out.calls
     per_batch = max(2, -(-budget.batch // k)) if k > 1 else budget.batch
+    several = len(pairs) > 1
+    # one pair: R C C R, again and again; several: a stint is twice that, and alternates
+    stint_orders = (("ref", "cand"), ("cand", "ref")) * (2 if several else 1)
+    cycle = 2 * len(pairs) if several else 1  # stints before the rounds may stop
     for stint in itertools.count():
         ref, cand = pairs[stint % len(pairs)]
         idle = [box for pair in pairs if pair != (ref, cand) for box in pair]
+        flip = several and (stint // len(pairs)) % 2 == 1  # this pair's stints, every other
         with _paused(*idle):  # the other pairs' workers: stopped through this pair's stint
-            for order in (("ref", "cand"), ("cand", "ref")):
+            for order in stint_orders:
+                order = order[::-1] if flip else order
                 _pair_of_batches(ref, cand, order, seeds.take(per_batch * k), budget, out)
                 spent = time.perf_counter() - timed_from
                 # calls far slower than the budget allows: one R-C pair of batches is all
                 if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
                     return
         n = len(out.ref)
-        if (stint + 1) % len(pairs) == 0 and (
+        if (stint + 1) % cycle == 0 and (
             n >= budget.min_rounds
             and (
                 n >= budget.max_rounds

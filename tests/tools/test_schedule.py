@@ -221,9 +221,11 @@ def test_calls_a_round_from_the_references_own_rounds(ms: Any, calls: int) -> No
 
 def test_several_processes_a_side_take_turns_with_every_other_worker_paused() -> None:
     """KernelBench's sides timed in several processes each: each pair gets whole stints
-    (R C C R) in turn with every worker of the other pairs stopped, each pair's two workers get
-    the same calls, the reference is measured with every other worker stopped, and the rounds
-    stop only once every pair has had as many stints."""
+    (R C C R R C C R) in turn with every worker of the other pairs stopped, each side first in
+    every other stint of its pair (a stint's first batch follows the pair's longest pause),
+    each pair's two workers get the same calls, the reference is measured with every other
+    worker stopped, and the rounds stop only once every pair has had an even number of
+    stints."""
     log: list[str] = []
     boxes: list[FakeWorker] = []
 
@@ -248,14 +250,15 @@ def test_several_processes_a_side_take_turns_with_every_other_worker_paused() ->
         more=more,  # type: ignore[arg-type]
     )
     turns = [e.split()[0] for e in log if e.endswith(" rounds")]
-    stint = ["ref{n}", "cand{n}", "cand{n}", "ref{n}"]
-    assert turns == [t.format(n=n) for n in range(3) for t in stint]  # one stint each, in turn
+    first = ["ref{n}", "cand{n}", "cand{n}", "ref{n}"] * 2
+    second = ["cand{n}", "ref{n}", "ref{n}", "cand{n}"] * 2
+    assert turns == [t.format(n=n) for stint in (first, second) for n in range(3) for t in stint]
     for r, c in pairs:
-        assert r.rounds_seen == c.rounds_seen and len(r.rounds_seen) == 16
+        assert r.rounds_seen == c.rounds_seen and len(r.rounds_seen) == 64
     seen = [tuple(x) for r, _ in pairs for x in r.rounds_seen]
-    assert len(set(seen)) == 48  # no call's inputs timed twice, in any process
+    assert len(set(seen)) == 192  # no call's inputs timed twice, in any process
     assert sorted(map(tuple, out.entries)) == sorted(seen)
-    assert len(out.ref) == len(out.cand) == 48 and not any(b.paused for b in boxes)
+    assert len(out.ref) == len(out.cand) == 192 and not any(b.paused for b in boxes)
 
     log.clear()
     for b in boxes:
