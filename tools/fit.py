@@ -87,6 +87,19 @@ def host_available_bytes() -> int | None:
     return None
 
 
+# A KernelBench worker's own Python and torch (about 2 GiB resident), its spare beside it, and
+# both sides': host memory a process a side takes, in a check and in the spares for the next.
+TORCH_PROCESS_HOST_BYTES = 8 * GIB
+
+
+def timing_processes(wanted: int, host_available: int | None) -> int:
+    """How many processes a side a KernelBench timing may have on this host (pure): `wanted`,
+    fewer where MemAvailable would not hold them (a 32 GB desktop gets 2), at least 1."""
+    if host_available is None:
+        return max(1, wanted)
+    return max(1, min(wanted, host_available // TORCH_PROCESS_HOST_BYTES))
+
+
 def problem(
     need: Needs, gpu_total: int | None, worker_limit: int, host_available: int | None
 ) -> str:

@@ -112,13 +112,15 @@ class Verifier:
         self._device: DeviceInfo | None = None
         self._pin = timing_cpus() if self.options.pin_cpus else set()
         o = self.options
+        # KernelBench's processes a side: as many as asked, fewer where host memory is short
+        self.processes = fit.timing_processes(o.timing_processes, fit.host_available_bytes())
         self.pool = Pool(
             o.backend,
             o.host_memory_bytes,
             o.cache_dir,
             self._pin,
             o.start_timeout_s,
-            {"kernelbench": max(1, o.timing_processes)},
+            {"kernelbench": self.processes},
         )
         self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
         self._own_cpp = o.reference_cache_dir is None
@@ -414,11 +416,11 @@ class Verifier:
         same forward settles at a level of its own in each process, a few percent apart (an
         H100, eighth and tenth sessions: about 1.4% a self-check): one process a side cannot
         promise the 2% a reference must read against itself."""
-        if not task.host_code or self.options.timing_processes <= 1:
+        if not task.host_code or self.processes <= 1:
             return []
         ref_kind, cand_kind = task.worker_kinds
         more = []
-        for n in range(2, self.options.timing_processes + 1):
+        for n in range(2, self.processes + 1):
             ref = stack.enter_context(self.pool.take(ref_kind, f"reference {n}"))
             ref.send(
                 self._job(side.worker_task, "reference", [], None, files, poison) | side.ref_extra,

@@ -63,3 +63,15 @@ def test_a_check_that_cannot_fit_ends_before_any_worker_starts() -> None:
     assert report.verdict == "error" and report.reason.startswith("does not fit:")
     assert "worker_host_memory_gib" in report.reason
     assert time.perf_counter() - start < 5  # no worker was started
+
+
+def test_kernelbench_timing_processes_follow_the_hosts_free_memory() -> None:
+    """Each process a side is a torch worker in the check and a spare for the next, on both
+    sides: a desktop with little memory free gets fewer, never none."""
+    gib = 1 << 30
+    assert fit.timing_processes(3, 100 * gib) == 3
+    assert fit.timing_processes(3, 20 * gib) == 2  # a 32 GB desktop's MemAvailable
+    assert fit.timing_processes(3, 10 * gib) == 1
+    assert fit.timing_processes(3, 1 * gib) == 1
+    assert fit.timing_processes(1, 100 * gib) == 1
+    assert fit.timing_processes(3, None) == 3  # not known: as asked

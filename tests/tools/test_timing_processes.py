@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kernelwright.tools import fit
 from kernelwright.tools import pool as pool_module
 from kernelwright.tools.sandbox import WorkerFailure
 from kernelwright.tools.verify import OwnReference, Verifier, VerifyOptions
@@ -53,8 +54,13 @@ class Task:
 
 
 def _verifier(
-    monkeypatch: pytest.MonkeyPatch, log: list[str], failing: str = "", **options: Any
+    monkeypatch: pytest.MonkeyPatch,
+    log: list[str],
+    failing: str = "",
+    host_gib: int = 128,
+    **options: Any,
 ) -> Verifier:
+    monkeypatch.setattr(fit, "host_available_bytes", lambda: host_gib << 30)
     verifier = Verifier(VerifyOptions(pin_cpus=False, **options))
 
     def take(kind: str, label: str) -> Box:
@@ -103,6 +109,18 @@ def test_only_as_many_pairs_as_the_gpus_free_memory_holds(monkeypatch: pytest.Mo
         none = verifier._ready(more[:1], {"gpu_peak_bytes": 8 << 30, "gpu_free_bytes": 10 << 30})
         assert none == [] and more[0][0].killed
     verifier.close()
+
+
+def test_a_host_short_of_memory_gets_fewer(monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[str] = []
+    task: Any = Task()
+    small = _verifier(monkeypatch, log, host_gib=20, timing_processes=3)  # a 32 GB desktop
+    assert small.processes == 2 and small.pool.processes == {"kernelbench": 2}
+    with contextlib.ExitStack() as stack:
+        assert (
+            len(small._more_workers(task, stack, OwnReference(small, task, None), {}, {}, 1)) == 1
+        )
+    small.close()
 
 
 def test_a_cuda_task_or_one_process_a_side_starts_none(monkeypatch: pytest.MonkeyPatch) -> None:
