@@ -4,7 +4,8 @@
 # time. A worker that has seen a single input shape, again and again, is one of those: here
 # the candidate returns relu(bias) without the matmul. Every timed output, in every process,
 # is sketched against the reference's on the same inputs, so the skipped calls are wrong in
-# whichever process they ran.
+# whichever process they ran. (On a host with under 16 GiB free, KernelBench is timed in one
+# process a side; this candidate then never skips, and reads correct.)
 import torch
 import torch.nn as nn
 
