@@ -8,6 +8,7 @@ reference computed in float64 where the task allows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -62,63 +63,113 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, atol: float, rtol:
     """got against expected elementwise; NaN in got never matches."""
     if got.shape != expected.shape:
         return Outcome(False, f"output '{name}' has shape {got.shape}, expected {expected.shape}")
-    if got.dtype.kind in "iub" and expected.dtype.kind in "iub":
-        bad = got != expected
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            return Outcome(
-                False,
-                f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} "
-                f"elements (first at {_index(i, got.shape)}: got {got.flat[i]}, "
-                f"expected {expected.flat[i]})",
-                0.0,
-                0.0,
-            )
-        return Outcome(True, max_abs_err=0.0, max_rel_err=0.0)
+    if not (got.dtype.kind in "iub" and expected.dtype.kind in "iub"):
+        work = _work(got.dtype, expected.dtype)
+        within = _within(got.reshape(-1), expected.reshape(-1), work, atol, rtol)
+        if within is not None:  # the common case; anything else is worked out below, and described
+            return Outcome(True, max_abs_err=within[0], max_rel_err=within[1])
+    return outcome(name, got.shape, facts(np, got, expected, atol, rtol), atol, rtol)
+
+
+def _work(got: Any, expected: Any) -> Any:
     # Large float32 outputs against float32 expectations compare in float32: the difference of
     # two close floats is exact, and it halves the memory traffic of the largest checks.
-    work = np.float32 if got.dtype == expected.dtype == np.float32 else np.float64
-    within = _within(got.reshape(-1), expected.reshape(-1), work, atol, rtol)
-    if within is not None:  # the common case; anything else is worked out below, and described
-        return Outcome(True, max_abs_err=within[0], max_rel_err=within[1])
-    g = got.astype(work, copy=False)
-    e = expected.astype(work, copy=False)
+    return np.float32 if got == expected == np.float32 else np.float64
+
+
+def facts(xp: Any, got: Any, expected: Any, atol: float, rtol: float) -> dict[str, Any]:
+    """What a comparison of got with expected found, as plain numbers: computed with `xp`,
+    NumPy here in the controller or CuPy in the reference's worker, where a large trial's
+    outputs stay on the GPU (devcompare.py). Same shapes; `outcome` words it."""
+    g_flat, e_flat = got.reshape(-1), expected.reshape(-1)
+    size = int(g_flat.size)
+
+    def at(a: Any, i: int) -> Any:
+        return a[i].item()
+
+    if got.dtype.kind in "iub" and expected.dtype.kind in "iub":
+        bad = g_flat != e_flat
+        n_bad = int(bad.sum())
+        if not n_bad:
+            return {"kind": "int", "n_bad": 0, "size": size}
+        i = int(xp.flatnonzero(bad)[0])
+        return {
+            "kind": "int",
+            "n_bad": n_bad,
+            "size": size,
+            "first": i,
+            "got": at(g_flat, i),
+            "exp": at(e_flat, i),
+        }
+    work = _work(got.dtype, expected.dtype)
+    g = g_flat.astype(work, copy=False)
+    e = e_flat.astype(work, copy=False)
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.subtract(g, e)
-        np.abs(err, out=err)
-        bound = np.abs(e)
+        err = xp.subtract(g, e)
+        xp.abs(err, out=err)
+        bound = xp.abs(e)
         bound *= rtol
         bound += atol
-        finite = bool(np.isfinite(bound).all())
+        finite = bool(xp.isfinite(bound).all())
         bad = ~(err <= bound)  # NaN in got (or in the error) is bad
         if not finite:
-            same_inf = np.isinf(g) & (g == e)
+            same_inf = xp.isinf(g) & (g == e)
             err[same_inf] = 0.0
-            bad = ~(err <= atol + rtol * np.abs(e))
-            bad |= np.isinf(e) & (g != e)  # an infinite bound would accept anything
-        bad |= np.isnan(err) & ~(np.isinf(g) & (g == e))
-    if bad.any():
-        nan = np.isnan(g)
-        if nan.any():
-            i = int(np.flatnonzero(nan)[0])
-            return Outcome(
-                False,
-                f"output '{name}' has NaN at {int(nan.sum()):,} of {nan.size:,} "
-                f"elements (first at {_index(i, got.shape)})",
-            )
-        i = int(np.flatnonzero(bad)[0])
-        worst = int(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1.0)))
+            bad = ~(err <= atol + rtol * xp.abs(e))
+            bad |= xp.isinf(e) & (g != e)  # an infinite bound would accept anything
+        bad |= xp.isnan(err) & ~(xp.isinf(g) & (g == e))
+    n_bad = int(bad.sum())
+    out: dict[str, Any] = {"kind": "float", "n_bad": n_bad, "size": size}
+    if n_bad:
+        nan = xp.isnan(g)
+        n_nan = int(nan.sum())
+        if n_nan:
+            return {**out, "n_nan": n_nan, "first": int(xp.flatnonzero(nan)[0])}
+        worst = int(xp.argmax(xp.where(bad, xp.nan_to_num(err, nan=np.inf), -1.0)))
+        return {
+            **out,
+            "first": int(xp.flatnonzero(bad)[0]),
+            "worst": worst,
+            "err": at(err, worst),
+            "got": at(g, worst),
+            "exp": at(e, worst),
+            "max_abs": float(xp.nanmax(err)) if size else 0.0,
+            "max_rel": _max_rel(err, e, xp),
+        }
+    return {**out, "max_abs": float(err.max()) if size else 0.0, "max_rel": _max_rel(err, e, xp)}
+
+
+def outcome(
+    name: str, shape: tuple[int, ...], found: dict[str, Any], atol: float, rtol: float
+) -> Outcome:
+    """The verdict on one output from what `facts` found."""
+    n_bad, size = int(found["n_bad"]), int(found["size"])
+    if found["kind"] == "int":
+        if not n_bad:
+            return Outcome(True, max_abs_err=0.0, max_rel_err=0.0)
         return Outcome(
             False,
-            f"output '{name}' wrong at {int(bad.sum()):,} of {bad.size:,} elements "
-            f"(max abs error {float(err.flat[worst]):.3g} at {_index(worst, got.shape)}: "
-            f"got {float(g.flat[worst]):.6g}, expected {float(e.flat[worst]):.6g}; first at "
-            f"{_index(i, got.shape)}; tolerance atol={atol:g} rtol={rtol:g})",
-            float(np.nanmax(err)) if err.size else 0.0,
-            _max_rel(err, e),
+            f"output '{name}' wrong at {n_bad:,} of {size:,} elements (first at "
+            f"{_index(int(found['first']), shape)}: got {found['got']}, expected {found['exp']})",
+            0.0,
+            0.0,
+        )
+    if not n_bad:
+        return Outcome(True, max_abs_err=found["max_abs"], max_rel_err=found["max_rel"])
+    if found.get("n_nan"):
+        return Outcome(
+            False,
+            f"output '{name}' has NaN at {int(found['n_nan']):,} of {size:,} "
+            f"elements (first at {_index(int(found['first']), shape)})",
         )
     return Outcome(
-        True, max_abs_err=float(err.max()) if err.size else 0.0, max_rel_err=_max_rel(err, e)
+        False,
+        f"output '{name}' wrong at {n_bad:,} of {size:,} elements "
+        f"(max abs error {float(found['err']):.3g} at {_index(int(found['worst']), shape)}: "
+        f"got {float(found['got']):.6g}, expected {float(found['exp']):.6g}; first at "
+        f"{_index(int(found['first']), shape)}; tolerance atol={atol:g} rtol={rtol:g})",
+        found["max_abs"],
+        found["max_rel"],
     )
 
 
@@ -156,17 +207,17 @@ def _within(
     return worst, (worst_rel if g.size <= LARGE else None)
 
 
-def _max_rel(err: np.ndarray, e: np.ndarray) -> float | None:
+def _max_rel(err: Any, e: Any, xp: Any = np) -> float | None:
     """Largest relative error; None for very large outputs, where it would cost another pass."""
     if err.size == 0:
         return 0.0
     if err.size > LARGE:
         return None
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        rel = err.astype(np.float64) / np.maximum(
-            np.abs(e.astype(np.float64)), np.finfo(np.float64).tiny
+        rel = err.astype(xp.float64) / xp.maximum(
+            xp.abs(e.astype(xp.float64)), np.finfo(np.float64).tiny
         )
-    return float(np.nanmax(rel)) if not np.isnan(rel).all() else None
+    return float(xp.nanmax(rel)) if not bool(xp.isnan(rel).all()) else None
 
 
 def runs_agree(name: str, first: np.ndarray, second: np.ndarray, atol: float, rtol: float) -> str:

@@ -52,11 +52,9 @@ def _runner_class() -> Any:
 
 
 def cuda_reference(worker: Worker, cubin: bytes | None = None) -> None:
-    import cupy
 
-    from .expr import evaluate
     from .rounds import CudaRounds
-    from .runners import checksum, load_module, release_guards
+    from .runners import load_module
     from .timing import Clock
 
     task = worker.task
@@ -75,47 +73,73 @@ def cuda_reference(worker: Worker, cubin: bytes | None = None) -> None:
     if task.reference_python:
         func = task.reference_python.rsplit(":", 1)[1]
         ref_fn = getattr(load_module(str(worker.scratch / "kw_reference.py"), "kw_reference"), func)
-    for i, trial in enumerate(worker.job["trials"]):
-        sizes, seed = trial["sizes"], trial["seed"]
-        release_guards()
-        ins = runner.inputs(sizes, seed, trial.get("inits"))
-        sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
-        expected, dtypes = [], []
-        if ref_fn is not None:
-            kwargs: dict[str, Any] = {}
-            for a in task.args:
-                if a.role == "scalar":
-                    kwargs[a.name] = evaluate(a.value, sizes)
-                elif a.name in ins:
-                    x = ins[a.name]
-                    kwargs[a.name] = x.astype(cupy.float64) if x.dtype.kind == "f" else x.copy()
-            result = ref_fn(cupy, **kwargs)
-            for a in task.args:
-                if a.role in ("out", "inout"):
-                    want = task.shape(a, sizes)
-                    dt = reference_dtype(a.dtype, math.prod(want))
-                    arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
-                    if tuple(arr.shape) != want:
-                        raise ValueError(
-                            f"reference() returned {a.name} with shape "
-                            f"{tuple(arr.shape)}, expected {want}"
-                        )
-                    expected.append(flat(arr.get()))
-                    dtypes.append(str(arr.dtype))
-        else:
-            arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
-            runner.launch(arrays, sizes)
-            worker.sync()
-            for a in task.args:
-                if a.role in ("out", "inout"):
-                    expected.append(flat(arrays[a.name].get()))
-                    dtypes.append(a.dtype)
-        worker.send({"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}, expected)
+    on_gpu = bool(worker.job["device"].get("vmm"))  # large trials compared here (devcompare)
+    trials = list(enumerate(worker.job["trials"]))
+    later = []  # the post-timing trial, when compared here: after the rounds, as it runs
+    if worker.job.get("post_last") and on_gpu and trials and trials[-1][1].get("device"):
+        later = [trials.pop()]
+    for i, trial in trials:
+        _reference_trial(worker, runner, ref_fn, i, trial, on_gpu)
     _fresh_pool()
     worker.clock = Clock(worker.job["device"]["l2_bytes"], queue_ahead=True)
     worker.serve(CudaRounds(task, runner, worker.clock, int(worker.job.get("poison", 0x7FC00001))))
     if worker.job.get("copies"):
         worker.send({"type": "copies", "ms": copies(task)})
+    for i, trial in later:
+        _reference_trial(worker, runner, ref_fn, i, trial, on_gpu)
+
+
+def _reference_trial(
+    worker: Worker, runner: Any, ref_fn: Any, i: int, trial: dict[str, Any], on_gpu: bool
+) -> None:
+    """The reference's outputs for trial i: sent to the controller, or, for a trial marked
+    `device` (a large one), kept on the GPU and compared here with the candidate's, which
+    arrive as memory handles (devcompare.compare_here)."""
+    import cupy
+
+    from .expr import evaluate
+    from .runners import checksum, release_guards
+
+    task = worker.task
+    sizes, seed = trial["sizes"], trial["seed"]
+    release_guards()
+    ins = runner.inputs(sizes, seed, trial.get("inits"))
+    sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
+    outs: list[Any] = []
+    if ref_fn is not None:
+        kwargs: dict[str, Any] = {}
+        for a in task.args:
+            if a.role == "scalar":
+                kwargs[a.name] = evaluate(a.value, sizes)
+            elif a.name in ins:
+                x = ins[a.name]
+                kwargs[a.name] = x.astype(cupy.float64) if x.dtype.kind == "f" else x.copy()
+        result = ref_fn(cupy, **kwargs)
+        for a in task.args:
+            if a.role in ("out", "inout"):
+                want = task.shape(a, sizes)
+                dt = reference_dtype(a.dtype, math.prod(want))
+                arr = cupy.ascontiguousarray(cupy.asarray(result[a.name]), dtype=dt)
+                if tuple(arr.shape) != want:
+                    raise ValueError(
+                        f"reference() returned {a.name} with shape "
+                        f"{tuple(arr.shape)}, expected {want}"
+                    )
+                outs.append(arr)
+    else:
+        arrays = {**ins, **runner.outputs(sizes, 0x7FC00001)}
+        runner.launch(arrays, sizes)
+        outs = [arrays[a.name] for a in task.args if a.role in ("out", "inout")]
+    worker.sync()
+    dtypes = [str(x.dtype) for x in outs]
+    header = {"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}
+    if on_gpu and trial.get("device"):
+        from .devcompare import compare_here
+
+        worker.send({**header, "device": True})
+        compare_here(worker, i, outs)
+        return
+    worker.send(header, [flat(x.get()) for x in outs])
 
 
 def copies(task: Any, calls: int = 12, budget_s: float = 2.0) -> list[float]:
@@ -150,6 +174,11 @@ def copies(task: Any, calls: int = 12, budget_s: float = 2.0) -> list[float]:
 
 
 def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
+    import contextlib
+
+    import cupy
+
+    from . import vmm
     from .rounds import CudaRounds
     from .runners import broken_guards, checksum, release_guards
     from .spec import LaunchSpec
@@ -165,13 +194,35 @@ def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
             sizes = trial["sizes"]
             release_guards()
             ins = runner.inputs(sizes, trial["seed"], trial.get("inits"))
-            arrays = {**ins, **runner.outputs(sizes, poison)}
+            shared = vmm.Allocator(cupy.cuda.Device().id) if trial.get("device") else None
+            with cupy.cuda.using_allocator(shared) if shared else contextlib.nullcontext():
+                made = runner.outputs(sizes, poison)
+            arrays = {**ins, **made}
             runner.launch(arrays, sizes)
             worker.sync()
             sums = {a.name: checksum(ins[a.name]) for a in task.args if a.role == "in"}
-            outs = [flat(arrays[a.name].get()) for a in task.args if a.role in ("out", "inout")]
             header = {"type": "outputs", "trial": label, "run": run, "checksums": sums}
-            worker.send({**header, "guards": broken_guards(arrays)}, outs)
+            header["guards"] = broken_guards(arrays)
+            names = [a.name for a in task.args if a.role in ("out", "inout")]
+            if shared is None:
+                worker.send(header, [flat(arrays[n].get()) for n in names])
+                continue
+            # Compared where they are, by the reference's worker: handed over as memory
+            # handles, and unmapped here first, so nothing in this process reaches them again.
+            places, fds = [], []
+            for n in names:
+                mapping, offset = shared.holding(arrays[n].data.ptr)
+                fds.append(mapping.export())
+                places.append({"size": mapping.size, "offset": offset})
+            del arrays, made
+            release_guards()
+            shared.release()
+            try:
+                worker.send({**header, "device": places})
+                worker.send_fds(fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
     for i, trial in enumerate(worker.job["trials"]):
         trial_run(i, trial)

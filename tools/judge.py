@@ -87,6 +87,8 @@ class DeclaredOutputs:
     the harness copies them out of the kernel's buffers."""
 
     def reference_expect(self, task: CudaTask, trial: Trial, limit: int) -> Expect:
+        if trial.device:  # kept on the GPU, compared there (devcompare.py)
+            return Expect(sizes=())
         sizes = []
         for a in task.args:
             if a.role in ("out", "inout"):
@@ -288,16 +290,7 @@ def trial_result(
     def result(
         ok: bool, reason: str = "", abs_err: float | None = None, rel_err: float | None = None
     ) -> TrialResult:
-        return TrialResult(
-            sizes=trial.sizes,
-            held_out=trial.held_out,
-            phase=phase,  # type: ignore[arg-type]
-            ok=ok,
-            reason=reason,
-            max_abs_err=abs_err,
-            max_rel_err=rel_err,
-            inits=trial.inits,
-        )
+        return _trial_result(trial, phase, ok, reason, abs_err, rel_err)
 
     def fail(
         reason: str, abs_err: float | None = None, rel_err: float | None = None
@@ -326,6 +319,100 @@ def trial_result(
             if reason:
                 return fail(reason)
     return result(True, abs_err=worst_abs, rel_err=worst_rel)
+
+
+def device_outputs(task: CudaTask, trial: Trial, header: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the reference's worker needs to compare a candidate's run of a trial on the GPU:
+    each output's place in the memory handed over (as the candidate's worker reports it:
+    checked against the allocation there), dtype, shape and tolerance. Raises ValueError when
+    the run does not describe exactly one place per output."""
+    outs = [a for a in task.args if a.role in ("out", "inout")]
+    places = header.get("device")
+    if not isinstance(places, list) or len(places) != len(outs):
+        raise ValueError("its outputs were not handed over")
+    described = []
+    for a, place in zip(outs, places, strict=True):
+        if not isinstance(place, dict):
+            raise ValueError("its outputs were not handed over")
+        atol, rtol = OUTPUTS[task.kind].tolerance(task, a.dtype)
+        described.append(
+            {
+                "size": int(place.get("size", 0)),
+                "offset": int(place.get("offset", -1)),
+                "dtype": a.dtype,
+                "shape": list(task.shape(a, trial.sizes)),
+                "atol": atol,
+                "rtol": rtol,
+            }
+        )
+    return described
+
+
+def device_trial_result(
+    task: CudaTask,
+    trial: Trial,
+    ref_header: dict[str, Any],
+    header: dict[str, Any],
+    found: Sequence[Any],
+    phase: str,
+) -> TrialResult:
+    """A one-run trial's verdict from the facts the reference's worker found on the GPU, with
+    the candidate's run header checked as `trial_result` checks it."""
+    outs = [a for a in task.args if a.role in ("out", "inout")]
+    problem = ""
+    if header.get("problem"):
+        problem = str(header["problem"])[:500]
+    elif header.get("guards"):
+        names = ", ".join(f"'{n}'" for n in header["guards"][:8])
+        problem = (
+            f"wrote outside {names}: the memory just before or after it changed "
+            f"(an out-of-bounds write)"
+        )
+    elif header.get("checksums") != ref_header.get("checksums"):
+        changed = _changed_input(header.get("checksums"), ref_header.get("checksums"))
+        problem = f"input modified: {changed} differs after the call"
+    elif len(found) != len(outs):
+        problem = f"{len(found)} outputs compared, expected {len(outs)}"
+
+    def result(ok: bool, reason: str = "", abs_err: Any = None, rel_err: Any = None) -> TrialResult:
+        return _trial_result(trial, phase, ok, reason, abs_err, rel_err, on_gpu=True)
+
+    if problem:
+        return result(False, problem)
+    worst_abs, worst_rel = 0.0, 0.0
+    for a, facts in zip(outs, found, strict=True):
+        if not isinstance(facts, dict) or facts.get("problem"):
+            why = facts.get("problem") if isinstance(facts, dict) else "nothing"
+            return result(False, f"output '{a.name}' could not be compared: {str(why)[:300]}")
+        atol, rtol = OUTPUTS[task.kind].tolerance(task, a.dtype)
+        outcome = correctness.outcome(a.name, task.shape(a, trial.sizes), facts, atol, rtol)
+        if not outcome.ok:
+            return result(False, outcome.reason, outcome.max_abs_err, outcome.max_rel_err)
+        worst_abs = max(worst_abs, outcome.max_abs_err or 0.0)
+        worst_rel = max(worst_rel, outcome.max_rel_err or 0.0)
+    return result(True, abs_err=worst_abs, rel_err=worst_rel)
+
+
+def _trial_result(
+    trial: Trial,
+    phase: str,
+    ok: bool,
+    reason: str,
+    abs_err: float | None,
+    rel_err: float | None,
+    on_gpu: bool = False,
+) -> TrialResult:
+    return TrialResult(
+        sizes=trial.sizes,
+        held_out=trial.held_out,
+        phase=phase,  # type: ignore[arg-type]
+        ok=ok,
+        reason=reason,
+        max_abs_err=abs_err,
+        max_rel_err=rel_err,
+        inits=trial.inits,
+        on_gpu=on_gpu,
+    )
 
 
 def _bf16_to_f32(raw: np.ndarray) -> np.ndarray:

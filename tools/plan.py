@@ -14,8 +14,8 @@ import math
 import random
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,6 +34,7 @@ class Trial:
     poisons: tuple[int, ...]
     held_out: bool = False
     inits: dict[str, str] = field(default_factory=dict)  # argument: its distribution here
+    device: bool = False  # outputs compared on the GPU, in the reference's worker
 
     def job(self) -> dict[str, Any]:
         return {
@@ -41,6 +42,7 @@ class Trial:
             "seed": self.seed,
             "poisons": list(self.poisons),
             "inits": self.inits,
+            "device": self.device,
         }
 
 
@@ -148,6 +150,26 @@ def plan_trials(task: Task, rng: random.Random, min_trials: int = 5) -> tuple[li
     while len(trials) < min_trials:
         trials.append(Trial(rng.choice(shapes), _seed(), poisons(rng, 2)))
     return trials, Trial(bench, _seed(), poisons(rng, 1))
+
+
+DEVICE_BYTES = 16 << 20  # outputs at least this large are compared where they are, on the GPU
+_DEVICE_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+
+
+def on_device(task: Task, trial: Trial) -> Trial:
+    """`trial`, marked to have its outputs compared on the GPU where that is worth it and
+    possible: a CUDA task whose own reference runs on the GPU, a trial of one run (a large
+    one, or the post-timing one), outputs the harness allocates (role out, no inout) of at
+    least DEVICE_BYTES in all. The reference's worker compares them there (devcompare.py);
+    a 256 MB output no longer crosses the host twice."""
+    if task.kind != "cuda" or len(trial.poisons) != 1:
+        return trial
+    task = cast(CudaTask, task)
+    outs = [a for a in task.args if a.role in ("out", "inout")]
+    if not outs or any(a.role != "out" or a.dtype not in _DEVICE_DTYPES for a in outs):
+        return trial
+    total = sum(math.prod(task.shape(a, trial.sizes)) * np.dtype(a.dtype).itemsize for a in outs)
+    return replace(trial, device=True) if total >= DEVICE_BYTES else trial
 
 
 def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:

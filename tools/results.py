@@ -44,6 +44,7 @@ class TrialResult(Result):
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     inits: dict[str, str] = {}  # inputs drawn from a wider distribution than usual here
+    on_gpu: bool = False  # outputs compared on the GPU, in the reference's worker
 
 
 class CheckResult(Result):

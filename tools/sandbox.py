@@ -9,6 +9,7 @@ import fcntl
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -136,25 +137,36 @@ class Sandbox:
         self.log_path = self.scratch / "worker.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: FrameReader | None = None
+        self.fd_socket: socket.socket | None = None
 
     def __enter__(self) -> Sandbox:
         if self.proc is not None:  # started early as a spare
             return self
         log = open(self.log_path, "wb")
+        # Beside the channel, a socket that carries only file descriptors (GPU memory one
+        # worker hands another: vmm.py), for workers that run the harness (not a tool's).
+        theirs: socket.socket | None = None
+        command = self.command
+        if self.channel and self.gated:
+            self.fd_socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            command = [*command, "--fds", str(theirs.fileno())]
         try:
             pipe = subprocess.PIPE if self.channel else subprocess.DEVNULL
             self.proc = subprocess.Popen(
-                self.command,
+                command,
                 stdin=pipe,
                 stdout=pipe if self.channel else log,
                 stderr=log,
                 cwd=self.scratch,
                 env=scrubbed_env(self.scratch, self.cupy_cache),
                 close_fds=True,
+                pass_fds=(theirs.fileno(),) if theirs else (),
                 start_new_session=True,
             )
         finally:
             log.close()
+            if theirs is not None:
+                theirs.close()
         if not self.channel:
             return self
         assert self.proc.stdout is not None
@@ -218,6 +230,8 @@ class Sandbox:
                 stream.close()
         if self.reader:
             self.reader.close()
+        if self.fd_socket is not None:
+            self.fd_socket.close()
         # A group that outlived its leader (a forked helper) goes too.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -241,6 +255,36 @@ class Sandbox:
             write_message(self.proc.stdin.fileno(), header, arrays or [])
         except (BrokenPipeError, OSError):
             raise self._died("while receiving its job") from None
+
+    def send_fds(self, fds: list[int]) -> None:
+        """Hand the worker these descriptors (the caller still closes its own)."""
+        if self.fd_socket is None:
+            raise WorkerFailure("crashed", "the worker has no descriptor channel")
+        try:
+            socket.send_fds(self.fd_socket, [b"f"], fds)
+        except OSError:
+            raise self._died("while receiving memory to compare") from None
+
+    def receive_fds(self, count: int, timeout_s: float, phase: str) -> list[int]:
+        """Exactly `count` descriptors the worker sent, within the time limit; anything else
+        is the worker's failure (what did arrive is closed)."""
+        if self.fd_socket is None:
+            raise WorkerFailure("crashed", "the worker has no descriptor channel")
+        self.fd_socket.settimeout(timeout_s)
+        try:
+            msg, fds, flags, _ = socket.recv_fds(self.fd_socket, 16, max(count, 1))
+        except TimeoutError:
+            self.kill()
+            raise WorkerFailure("timeout", f"killed after {timeout_s:.0f} s ({phase})") from None
+        except OSError:
+            raise self._died(phase) from None
+        if len(fds) != count or msg != b"f" or flags & socket.MSG_CTRUNC:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self.kill()
+            raise WorkerFailure("crashed", f"sent {len(fds)} memory handles, expected {count}")
+        return fds
 
     def log_tail(self, lines: int = 6) -> str:
         """The log's last lines, read from its last 16 KiB only and capped."""

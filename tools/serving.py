@@ -4,6 +4,7 @@ are functions of a `Worker`; worker.py starts one and hands it to its role."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,25 @@ class Worker:
 
     def send(self, header: dict[str, Any], arrays: list[Any] = ()) -> None:  # type: ignore[assignment]
         write_message(self.out_fd, header, arrays)
+
+    fd_channel: int | None = None  # the socket for memory handles, where the controller gave one
+
+    def send_fds(self, fds: list[int]) -> None:
+        import socket
+
+        assert self.fd_channel is not None, "no descriptor channel"
+        with socket.socket(fileno=os.dup(self.fd_channel)) as sock:
+            socket.send_fds(sock, [b"f"], fds)
+
+    def receive_fds(self, count: int) -> list[int]:
+        import socket
+
+        assert self.fd_channel is not None, "no descriptor channel"
+        with socket.socket(fileno=os.dup(self.fd_channel)) as sock:
+            msg, fds, _, _ = socket.recv_fds(sock, 16, count)
+        if len(fds) != count or msg != b"f":
+            raise ValueError(f"received {len(fds)} memory handles, expected {count}")
+        return fds
 
     def sync(self) -> None:
         import cupy

@@ -21,6 +21,8 @@ on the CPU, while the GPU's workers run; its reference's worker runs a port of i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 import random
 import secrets
 import shutil
@@ -29,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import cpp_check, fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
@@ -39,6 +41,7 @@ from .pool import Pool, controller_off, timing_cpus
 from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Sandbox, WorkerFailure, cap
+from .spec import CudaTask
 from .task import Candidate, Task
 from .timing import flush_bytes
 
@@ -62,6 +65,8 @@ class VerifyOptions:
     # KernelBench: each side timed in this many processes of its own, in turns (schedule.py);
     # fewer where the GPU's free memory would not hold them
     timing_processes: int = 3
+    # large trials' outputs compared on the GPU, in the reference's worker (devcompare.py)
+    compare_on_gpu: bool = True
     # a C++ task's built functions, outputs and times on the CPU; None: per Verifier
     reference_cache_dir: str | None = None
     reference_timeout_s: float = 600.0  # a C++ function's call (an O(N^3) one takes seconds)
@@ -184,6 +189,8 @@ class Verifier:
         t0 = time.perf_counter()
         rng = random.Random(secrets.randbits(64))
         trials, post = plan.plan_trials(task, rng, self.options.min_trials)
+        if self.options.compare_on_gpu:  # large outputs compared where they are (devcompare)
+            trials, post = [plan.on_device(task, t) for t in trials], plan.on_device(task, post)
         base = {"task": task.name, "candidate": candidate.path}
         phases: dict[str, float] = {}
         mark = [t0]
@@ -225,7 +232,7 @@ class Verifier:
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = stack.enter_context(self.pool.take(ref_kind, "reference"))
                 job = self._job(side.worker_task, "reference", [*trials, post], None, files, poison)
-                ref_box.send(job | side.ref_extra, side.ref_arrays)
+                ref_box.send(job | side.ref_extra | {"post_last": True}, side.ref_arrays)
                 compiler, build_key, built = None, None, None
                 flags = candidate.compile_flags(self.options.backend)
                 if entry is not None:
@@ -254,6 +261,9 @@ class Verifier:
                     self.options.start_timeout_s, "starting the reference worker", Expect(sizes=())
                 )
                 device = self._device = self._device or _device_info(dev)
+                if not dev.get("vmm"):  # no memory to hand over: every output crosses the host
+                    trials = [dataclasses.replace(t, device=False) for t in trials]
+                    post = dataclasses.replace(post, device=False)
                 lap("start")
                 cubin: list[bytes] = []
                 if built is not None:  # this very source, built before: not again
@@ -292,6 +302,8 @@ class Verifier:
                         f"reference trial at {_describe(trial.sizes)}",
                         judge.reference_expect(task, trial, self.options.host_memory_bytes // 4),
                     )
+                    if bool(message[0].get("device")) != trial.device:
+                        raise WorkerFailure("crashed", "the reference kept the wrong outputs")
                     message = side.expected(i, trial, message)
                     lap("reference")
                     stage = "candidate"
@@ -323,7 +335,7 @@ class Verifier:
                 for i, trial in enumerate(trials):
                     expected = first if i == 0 else expected_for(i, trial)
                     self.progress(f"checking {i + 1}/{len(trials)} at {_describe(trial.sizes)}")
-                    outcome = self._trial(task, trial, expected, cand_box, "check")
+                    outcome = self._trial(task, trial, expected, cand_box, "check", ref_box)
                     results.append(outcome)
                     if not outcome.ok:
                         check = CheckResult(
@@ -337,9 +349,10 @@ class Verifier:
                         )
                     lap("trials")
                 del first, expected  # a large trial's outputs are not held through the timing
-                at_bench = expected_for(len(trials), post)
+                # compared on the GPU: the reference runs the post-timing trial after the rounds
+                at_bench = None if post.device else expected_for(len(trials), post)
                 stage = "reference"
-                more = self._ready(more, at_bench[0])
+                more = self._ready(more, at_bench[0] if at_bench else {})
                 stage = "candidate"
                 self._imported(more)
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
@@ -359,8 +372,18 @@ class Verifier:
                 verdict, why, _ = judge.rounds_problem(task, rounds.ref, rounds.cand)
                 if not verdict:
                     verdict, why = side.audit(task, rounds)
+                if at_bench is None:  # the reference's "done", then the trial it runs after
+                    stage = "reference"
+                    ended, _ = ref_box.receive(
+                        self.options.run_timeout_s,
+                        "ending the reference's rounds",
+                        Expect(sizes=()),
+                    )
+                    if ended.get("type") != "done":
+                        raise WorkerFailure("crashed", "the reference did not end its rounds")
+                    at_bench = expected_for(len(trials), post)
                 cand_box.send({"cmd": "post", "trial": post.job()})
-                post_result = self._trial(task, post, at_bench, cand_box, "post-timing")
+                post_result = self._trial(task, post, at_bench, cand_box, "post-timing", ref_box)
                 results.append(post_result)
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
@@ -513,7 +536,10 @@ class Verifier:
         ref: judge.Message,
         box: Sandbox,
         phase: str,
+        ref_box: Sandbox | None = None,
     ) -> Any:
+        if trial.device and ref_box is not None:
+            return self._trial_on_device(task, trial, ref, box, ref_box, phase)
         runs = []
         for _ in trial.poisons:
             header, arrays = box.receive(
@@ -523,6 +549,40 @@ class Verifier:
             )
             runs.append((header, arrays))
         return judge.trial_result(task, trial, ref, runs, phase)
+
+    def _trial_on_device(
+        self,
+        task: Task,
+        trial: plan.Trial,
+        ref: judge.Message,
+        box: Sandbox,
+        ref_box: Sandbox,
+        phase: str,
+    ) -> Any:
+        """A large trial compared on the GPU: the candidate's run hands its outputs over as
+        memory handles, passed on to the reference's worker, whose facts are judged here."""
+        task = cast(CudaTask, task)  # only a CUDA task's trials are marked `device`
+        where = f"running at {_describe(trial.sizes)}"
+        header, _ = box.receive(self._run_timeout(task), where, Expect(sizes=()))
+        try:
+            outputs = judge.device_outputs(task, trial, header)
+        except ValueError as exc:
+            raise WorkerFailure("crashed", f"{where}: {exc}") from None
+        fds = box.receive_fds(len(outputs), self.options.start_timeout_s, where)
+        try:
+            ref_box.send({"cmd": "compare", "trial": ref[0].get("trial"), "outputs": outputs})
+            ref_box.send_fds(fds)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        compared, _ = ref_box.receive(
+            self._run_timeout(task), f"comparing at {_describe(trial.sizes)}", Expect(sizes=())
+        )
+        found = compared.get("facts")
+        if compared.get("type") != "compared" or not isinstance(found, list):
+            raise WorkerFailure("crashed", "the reference's worker did not compare the outputs")
+        return judge.device_trial_result(task, trial, ref[0], header, found, phase)
 
 
 def _passed(results: list[Any], reference: str) -> str:

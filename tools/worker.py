@@ -57,6 +57,12 @@ def _device() -> dict[str, Any]:
     }
 
 
+def cupy_device() -> int:
+    import cupy
+
+    return int(cupy.cuda.Device().id)
+
+
 def _seed_cache(args: list[str]) -> None:
     """Copy the harness's compiled kernels from the shared cache (read-only here) into this
     worker's own: its candidate may write its own cache, never the shared one."""
@@ -99,12 +105,40 @@ def _warm(torch: bool) -> None:
     runners.broken_guards({"x": x})
     sketch.sketch(x.data.ptr, x.size, "float32", (1, 2))
     kernels.function("kw_l2_flush")
+    if not torch:  # a CUDA task's workers: a large trial is compared on the GPU (devcompare)
+        _warm_compare()
     cupy.cuda.runtime.deviceSynchronize()
     runners.release_guards()
     if torch:
         import torch as torch_module
 
         torch_module.ones(1, device="cuda").sum().item()
+
+
+def _warm_compare() -> None:
+    """Every path of a comparison on the GPU, once per common pair of dtypes: CuPy builds a
+    kernel for each operation and dtype the first time (seconds in all, then cached), which
+    must not fall inside a check's time limits."""
+    import cupy
+    import numpy as np
+
+    from .correctness import facts
+
+    pairs = [("float32", "float32"), ("float32", "float64"), ("float64", "float64")]
+    pairs += [("float16", "float64"), ("float16", "float16"), ("int32", "int32")]
+    for got_dtype, exp_dtype in pairs:
+        exp = cupy.asarray(np.array([0.5, 1, 2, 3, 4, 5], dtype=exp_dtype))
+        facts(cupy, exp.astype(got_dtype), exp, 1e-5, 1e-5)  # all within
+        if exp.dtype.kind != "f":
+            facts(cupy, exp.astype(got_dtype) + 1, exp, 0.0, 0.0)
+            continue
+        got = exp.astype(got_dtype)
+        got[1] = 9
+        facts(cupy, got, exp, 1e-5, 1e-5)  # one wrong
+        got[2] = np.nan
+        facts(cupy, got, exp, 1e-5, 1e-5)  # NaN
+        exp[3] = np.inf
+        facts(cupy, exp.astype(got_dtype), exp, 1e-5, 1e-5)  # infinities
 
 
 def _writable() -> list[str]:
@@ -209,10 +243,16 @@ def main() -> None:
             if job.get("cmd") == "go":  # a spare, let onto the GPU: warm now, then wait
                 write_message(proto_out, {"type": "warm"})
                 job, arrays = reader.read_message(time.monotonic() + 3600)
+        if "--fds" in args and job.get("role") in ("reference", "candidate"):
+            from . import vmm  # whether large outputs can be compared where they are
+
+            device["vmm"] = vmm.supported(cupy_device())
         notes = _harden(job.get("limits", {}), confined)
         write_message(proto_out, {**device, "notes": notes})
         job["device"] = {**device, **job.get("device", {})}
         worker = Worker(reader, proto_out, job, Path.cwd())
+        if "--fds" in args:  # the socket that carries memory handles (vmm.py)
+            worker.fd_channel = int(args[args.index("--fds") + 1])
         from . import cuda_roles
 
         kind, role = worker.task.kind, job["role"]

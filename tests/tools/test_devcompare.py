@@ -1,0 +1,261 @@
+"""Large trials compared on the GPU (devcompare.py), without one: which trials go there, the
+verdict from the facts the reference's worker sends (the same as the controller's own
+comparison of the same arrays), the memory handles' channel, and the controller's side."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernelwright.tools import correctness, judge, plan
+from kernelwright.tools.sandbox import Sandbox, WorkerFailure
+from kernelwright.tools.serving import Worker
+from kernelwright.tools.task import load_task
+from kernelwright.tools.verify import Verifier
+from tests.conftest import EXAMPLES
+
+POISON = plan.poisons(random.Random(3), 1)
+
+
+def _transpose() -> Any:
+    return load_task(EXAMPLES / "transpose")
+
+
+def test_only_large_one_run_trials_of_cuda_tasks_are_compared_on_the_gpu() -> None:
+    task = _transpose()
+    trials, post = plan.plan_trials(task, random.Random(5))
+    marked = [plan.on_device(task, t) for t in trials]
+    assert plan.on_device(task, post).device  # 256 MB at the bench size
+    for before, after in zip(trials, marked, strict=True):
+        large = plan._nbytes(task, before.sizes) >= 2 * plan.DEVICE_BYTES
+        assert after.device == (large and len(before.poisons) == 1), before.sizes
+        assert after.job()["device"] == after.device
+    assert any(t.device for t in marked) and not all(t.device for t in marked)
+    small = plan.Trial({"M": 8, "N": 8}, 1, POISON)
+    assert not plan.on_device(task, small).device
+    two_runs = plan.Trial(dict(task.bench), 1, plan.poisons(random.Random(1), 2))
+    assert not plan.on_device(task, two_runs).device  # runs are compared with each other too
+
+
+def test_kernelbench_and_cpp_trials_stay_on_the_host() -> None:
+    cpp = load_task(EXAMPLES / "cpp" / "jacobi2d")
+    kb = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    for task in (cpp, kb):
+        trials, post = plan.plan_trials(task, random.Random(5))
+        assert not any(plan.on_device(task, t).device for t in [*trials, post])
+
+
+def _arrays(case: str) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    exp = rng.standard_normal((64, 48)).astype(np.float32)
+    got = exp.copy()
+    if case == "one wrong":
+        got[40, 3] += 0.5
+    elif case == "unwritten tail":
+        got.reshape(-1)[-100:] = np.frombuffer(
+            np.uint32(POISON[0] & 0xFFFFFFFF).tobytes(), np.float32
+        )[0]
+    elif case == "infinities":
+        exp[1, 1], got[1, 1] = np.inf, np.inf
+        exp[2, 2], got[2, 2] = -np.inf, 5.0
+    elif case == "float64 reference":
+        return got, exp.astype(np.float64) + 1e-7
+    return got, exp
+
+
+CASES = ["correct", "one wrong", "unwritten tail", "infinities", "float64 reference"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_facts_word_the_same_verdict_as_the_controllers_own_comparison(case: str) -> None:
+    got, exp = _arrays(case)
+    direct = correctness.compare("y", got, exp, 1e-5, 1e-5)
+    found = correctness.facts(np, got, exp, 1e-5, 1e-5)
+    assert correctness.outcome("y", got.shape, found, 1e-5, 1e-5) == direct
+    assert direct.ok == (case in ("correct", "float64 reference"))
+
+
+def test_integer_facts() -> None:
+    exp = np.arange(100, dtype=np.int32).reshape(10, 10)
+    got = exp.copy()
+    got[3, 4] = -1
+    found = correctness.facts(np, got, exp, 0.0, 0.0)
+    assert correctness.outcome("h", got.shape, found, 0.0, 0.0) == correctness.compare(
+        "h", got, exp, 0.0, 0.0
+    )
+    assert (
+        "first at [3, 4]: got -1, expected 34"
+        in correctness.outcome("h", got.shape, found, 0.0, 0.0).reason
+    )
+
+
+def _one_run(task: Any, sizes: dict[str, int]) -> plan.Trial:
+    return plan.Trial(sizes, 11, POISON, held_out=True, device=True)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("header_change", ["none", "input modified", "guards", "problem"])
+def test_a_trial_judged_from_facts_is_judged_as_from_the_arrays(
+    case: str, header_change: str
+) -> None:
+    """The verdict on a run compared on the GPU equals the verdict on the same run's arrays
+    sent to the controller: every check of the run's header, then each output."""
+    task = _transpose()
+    got, exp = _arrays(case)
+    sizes = {"M": exp.shape[1], "N": exp.shape[0]}  # y is [N, M]
+    trial = _one_run(task, sizes)
+    ref_header = {"checksums": {"x": "abc"}, "dtypes": [str(exp.dtype)]}
+    header: dict[str, Any] = {"checksums": {"x": "abc"}, "guards": []}
+    if header_change == "input modified":
+        header["checksums"] = {"x": "abd"}
+    elif header_change == "guards":
+        header["guards"] = ["y"]
+    elif header_change == "problem":
+        header["problem"] = "the worker says: out of memory"
+    host_trial = plan.Trial(sizes, 11, POISON, held_out=True)
+    from_arrays = judge.trial_result(
+        task,
+        host_trial,
+        (ref_header, [memoryview(exp.tobytes())]),
+        [(header, [memoryview(got.tobytes())])],
+        "check",
+    )
+    found = [correctness.facts(np, got, exp, *judge.OUTPUTS["cuda"].tolerance(task, "float32"))]
+    from_facts = judge.device_trial_result(task, trial, ref_header, header, found, "check")
+    assert from_facts.model_dump(exclude={"on_gpu"}) == from_arrays.model_dump(exclude={"on_gpu"})
+    assert from_facts.on_gpu and not from_arrays.on_gpu
+
+
+def test_facts_that_could_not_be_had_fail_the_trial() -> None:
+    task = _transpose()
+    trial = _one_run(task, {"M": 4, "N": 4})
+    header = {"checksums": {}, "guards": []}
+    result = judge.device_trial_result(
+        task,
+        trial,
+        {"checksums": {}},
+        header,
+        [{"problem": "its memory does not hold it"}],
+        "check",
+    )
+    assert not result.ok and "could not be compared: its memory does not hold it" in result.reason
+    result = judge.device_trial_result(task, trial, {"checksums": {}}, header, [], "check")
+    assert not result.ok and "0 outputs compared, expected 1" in result.reason
+
+
+def test_each_output_is_described_from_the_task_not_the_worker() -> None:
+    task = _transpose()
+    trial = _one_run(task, {"M": 300, "N": 200})
+    out = judge.device_outputs(task, trial, {"device": [{"size": 1 << 21, "offset": 256}]})
+    assert out == [
+        {
+            "size": 1 << 21,
+            "offset": 256,
+            "dtype": "float32",
+            "shape": [200, 300],
+            "atol": 1e-5,
+            "rtol": 1e-5,
+        }
+    ]
+    for bad in (None, [], [{"size": 1}, {"size": 2}], ["x"]):
+        with pytest.raises(ValueError, match="not handed over"):
+            judge.device_outputs(task, trial, {"device": bad})
+
+
+def _memfd(text: bytes) -> int:
+    fd = os.memfd_create("kw-test")
+    os.write(fd, text)
+    return fd
+
+
+def _read(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = os.read(fd, 100)
+    os.close(fd)
+    return data
+
+
+def test_descriptors_cross_between_controller_and_worker(tmp_path: Path) -> None:
+    box = Sandbox("t")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    box.fd_socket = ours
+    job = {"task": _transpose().model_dump()}
+    worker = Worker(None, os.open(os.devnull, os.O_WRONLY), job, tmp_path)
+    worker.fd_channel = theirs.fileno()
+    try:
+        fds = [_memfd(b"first"), _memfd(b"second")]
+        worker.send_fds(fds)
+        got = box.receive_fds(2, 5.0, "test")
+        assert [_read(fd) for fd in got] == [b"first", b"second"]
+        box.send_fds([fds[0]])
+        (back,) = worker.receive_fds(1)
+        assert _read(back) == b"first"
+        for fd in fds:
+            os.close(fd)
+        worker.send_fds([_memfd(b"one")])  # one where two are due: the worker's failure
+        with pytest.raises(WorkerFailure, match="sent 1 memory handles, expected 2"):
+            box.receive_fds(2, 5.0, "test")
+        with pytest.raises(WorkerFailure, match="killed after"):
+            box.receive_fds(1, 0.2, "test")  # none at all
+    finally:
+        ours.close()
+        theirs.close()
+        box.close()
+
+
+class _Box:
+    """A worker's side of the channel, recorded: replies queued, sends kept."""
+
+    def __init__(self, replies: list[dict[str, Any]], fds: list[int] | None = None) -> None:
+        self.replies, self.fds, self.sent, self.passed = replies, fds or [], [], []
+
+    def receive(self, *_: Any) -> tuple[dict[str, Any], list[Any]]:
+        return self.replies.pop(0), []
+
+    def receive_fds(self, count: int, *_: Any) -> list[int]:
+        assert count == len(self.fds)
+        return self.fds
+
+    def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+        self.sent.append(header)
+
+    def send_fds(self, fds: list[int]) -> None:
+        self.passed += [_read(os.dup(fd)) for fd in fds]
+
+
+def test_the_controller_passes_the_candidates_memory_to_the_reference() -> None:
+    task = _transpose()
+    trial = _one_run(task, {"M": 64, "N": 48})
+    got, exp = _arrays("one wrong")
+    found = correctness.facts(np, got.T.copy().T, exp, 1e-5, 1e-5)
+    run = {
+        "type": "outputs",
+        "checksums": {"x": "a"},
+        "guards": [],
+        "device": [{"size": 4 << 20, "offset": 512}],
+    }
+    fd = _memfd(b"the candidate's y")
+    cand = _Box([run], [fd])
+    ref = _Box([{"type": "compared", "trial": 3, "facts": [found]}])
+    verifier = Verifier.__new__(Verifier)
+    verifier.options = type("O", (), {"run_timeout_s": 5.0, "start_timeout_s": 5.0})()
+    verifier._run_timeout = lambda task: 5.0  # type: ignore[method-assign]
+    result = verifier._trial(
+        task, trial, ({"trial": 3, "checksums": {"x": "a"}}, []), cand, "check", ref
+    )  # type: ignore[arg-type]
+    assert ref.sent == [
+        {"cmd": "compare", "trial": 3, "outputs": judge.device_outputs(task, trial, run)}
+    ]
+    assert ref.passed == [b"the candidate's y"]
+    with pytest.raises(OSError):
+        os.fstat(fd)  # the controller keeps no descriptor
+    assert not result.ok and result.on_gpu and "wrong at 1 of 3,072" in result.reason
+    nothing = _Box([{"type": "outputs", "checksums": {}, "guards": []}])
+    with pytest.raises(WorkerFailure, match="not handed over"):
+        verifier._trial(task, trial, ({"trial": 3}, []), nothing, "check", ref)  # type: ignore[arg-type]
