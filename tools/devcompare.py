@@ -26,7 +26,6 @@ def compare_here(worker: Worker, trial: int, kept: list[Any]) -> None:
     import numpy as np
 
     from . import vmm
-    from .correctness import facts
 
     cmd = worker.command()
     if cmd.get("cmd") != "compare" or cmd.get("trial") != trial:
@@ -55,10 +54,81 @@ def compare_here(worker: Worker, trial: int, kept: list[Any]) -> None:
             memory = cupy.cuda.UnownedMemory(mapping.ptr, mapping.size, mapping)
             got = cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, offset))
             found.append(
-                facts(cupy, got, exp.reshape(shape), float(want["atol"]), float(want["rtol"]))
+                device_facts(got, exp.reshape(shape), float(want["atol"]), float(want["rtol"]))
             )
             del got, memory
         finally:
             cupy.cuda.runtime.deviceSynchronize()
             mapping.unmap()
     worker.send({"type": "compared", "trial": trial, "facts": found})
+
+
+BLOCKS, THREADS = 264 * 4, 256
+
+
+def device_facts(got: Any, expected: Any, atol: float, rtol: float) -> dict[str, Any]:
+    """correctness.facts(cupy, ...) in one pass of one harness kernel (kernels.py), which the
+    workers load before their job: CuPy's own operations would each build a kernel the first
+    time, seconds within a check. Same facts, to the bit (tests/gpu/test_devcompare_gpu.py)."""
+    import cupy
+    import numpy as np
+
+    from . import correctness, kernels
+
+    g, e = got.reshape(-1), expected.reshape(-1)
+    size = int(g.size)
+    pair = (str(g.dtype), str(e.dtype))
+    n = np.uint64(size)
+    if g.dtype.kind in "iub" and pair[0] == pair[1] and pair[0] in kernels.COMPARE_EXACT:
+        s = cupy.array([0, 2**64 - 1], dtype=cupy.uint64)
+        kernels.function(kernels.COMPARE_EXACT[pair[0]])((BLOCKS,), (THREADS,), (g, e, n, s))
+        bad, first = (int(v) for v in s.get())
+        if not bad:
+            return {"kind": "int", "n_bad": 0, "size": size}
+        got_v, exp_v = g[first].item(), e[first].item()
+        return {
+            "kind": "int",
+            "n_bad": bad,
+            "size": size,
+            "first": first,
+            "got": got_v,
+            "exp": exp_v,
+        }
+    if pair not in kernels.COMPARE or size == 0:
+        return correctness.facts(cupy, got, expected, atol, rtol)
+    work = np.dtype(correctness._work(g.dtype, e.dtype))
+    w_atol, w_rtol = work.type(atol), work.type(rtol)
+    rel = size <= correctness.LARGE
+    s = cupy.zeros(9, dtype=cupy.uint64)
+    s[2:4] = 2**64 - 1
+    args = (g, e, n, w_atol, w_rtol, np.int32(rel), s)
+    kernels.function(kernels.COMPARE[pair])((BLOCKS,), (THREADS,), args)
+    stats = [int(v) for v in s.get()]
+
+    def real(bits: int) -> float:
+        return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
+
+    max_abs = real(stats[4]) if stats[5] else float("nan")
+    max_rel = (real(stats[6]) if stats[7] else None) if rel else None
+    out: dict[str, Any] = {"kind": "float", "n_bad": stats[0], "size": size}
+    if not stats[0]:
+        return {**out, "max_abs": max_abs, "max_rel": max_rel}
+    if stats[1]:
+        return {**out, "n_nan": stats[1], "first": stats[3]}
+    where = cupy.array([2**64 - 1], dtype=cupy.uint64)
+    worst_args = (g, e, n, w_atol, w_rtol, np.uint64(stats[8]), where)
+    kernels.function(kernels.COMPARE_WORST[pair])((BLOCKS,), (THREADS,), worst_args)
+    worst = int(where.get()[0])
+    g_w, e_w = work.type(g[worst].item()), work.type(e[worst].item())
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = abs(g_w - e_w) if not (np.isinf(g_w) and g_w == e_w) else work.type(0)
+    return {
+        **out,
+        "first": stats[2],
+        "worst": worst,
+        "err": float(err),
+        "got": float(g_w),
+        "exp": float(e_w),
+        "max_abs": max_abs,
+        "max_rel": max_rel,
+    }

@@ -143,6 +143,128 @@ __global__ void kw_count_bits(const W* a, unsigned long long n, W bits, unsigned
 
 // Nothing: its latency tells whether another context holds the GPU (a timeslice, ~ms).
 extern "C" __global__ void kw_nop() {}
+
+// A candidate's output against the reference's, element by element, as correctness.facts does
+// it in NumPy (devcompare.py): in the work dtype W, every operation rounded on its own (no
+// fused multiply-add, as NumPy computes), NaN never within tolerance, infinities equal only to
+// themselves. One pass gathers the counts, first indices and largest errors; a second finds
+// the worst element's index, and only when something is wrong.
+__device__ __forceinline__ float kw_val(const float* p) { return *p; }
+__device__ __forceinline__ double kw_val(const double* p) { return *p; }
+__device__ __forceinline__ float kw_val(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float kw_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double kw_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float kw_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double kw_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float kw_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double kw_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double kw_big(float) { return 3.4028234663852886e38; }
+__device__ __forceinline__ double kw_big(double) { return 1.7976931348623157e308; }
+__device__ __forceinline__ unsigned long long kw_bits(double v) {
+    return (unsigned long long)__double_as_longlong(v);  // ordered as v for v >= 0
+}
+
+template <typename G, typename E, typename W>
+__device__ __forceinline__ bool kw_judge(const G* got, const E* exp, unsigned long long i,
+                                         W atol, W rtol, W& err, W& g, W& e) {
+    g = (W)kw_val(got + i);
+    e = (W)kw_val(exp + i);
+    err = fabs(kw_sub(g, e));
+    bool same_inf = isinf(g) && g == e;
+    if (same_inf) err = (W)0;
+    W lim = kw_add(kw_mul(fabs(e), rtol), atol);
+    return !(err <= lim) || (isinf(e) && g != e) || (isnan(err) && !same_inf);
+}
+
+template <typename W> __device__ __forceinline__ double kw_key(W err) {  // the worst's order
+    return isnan(err) ? (double)INFINITY : (isinf(err) ? kw_big(err) : (double)err);
+}
+
+__device__ __forceinline__ unsigned long long kw_warp_sum(unsigned long long v) {
+    for (int k = 16; k; k >>= 1) v += __shfl_down_sync(0xffffffffu, v, k);
+    return v;
+}
+__device__ __forceinline__ unsigned long long kw_warp_min(unsigned long long v) {
+    for (int k = 16; k; k >>= 1) v = min(v, __shfl_down_sync(0xffffffffu, v, k));
+    return v;
+}
+__device__ __forceinline__ unsigned long long kw_warp_max(unsigned long long v) {
+    for (int k = 16; k; k >>= 1) v = max(v, __shfl_down_sync(0xffffffffu, v, k));
+    return v;
+}
+
+// s: 0 bad, 1 NaN in got, 2 first bad, 3 first NaN, 4 largest error (bits), 5 any error not
+// NaN, 6 largest relative error (bits, when rel), 7 any relative error not NaN, 8 worst's key
+template <typename G, typename E, typename W>
+__global__ void kw_compare(const G* got, const E* exp, unsigned long long n, W atol, W rtol,
+                           int rel, unsigned long long* s) {
+    unsigned long long bad = 0, nan = 0, first_bad = ~0ull, first_nan = ~0ull;
+    unsigned long long max_abs = 0, any_abs = 0, max_rel = 0, any_rel = 0, key = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        W err, g, e;
+        if (kw_judge(got, exp, i, atol, rtol, err, g, e)) {
+            ++bad;
+            first_bad = min(first_bad, i);
+            key = max(key, kw_bits(kw_key(err)));
+        }
+        if (isnan(g)) {
+            ++nan;
+            first_nan = min(first_nan, i);
+        }
+        if (!isnan(err)) {
+            any_abs = 1;
+            max_abs = max(max_abs, kw_bits((double)err));
+        }
+        if (rel) {
+            double d = fabs((double)e);
+            d = d < 2.2250738585072014e-308 ? 2.2250738585072014e-308 : d;  // NaN stays NaN
+            double r = (double)err / d;
+            if (!isnan(r)) {
+                any_rel = 1;
+                max_rel = max(max_rel, kw_bits(r));
+            }
+        }
+    }
+    bad = kw_warp_sum(bad); nan = kw_warp_sum(nan);
+    first_bad = kw_warp_min(first_bad); first_nan = kw_warp_min(first_nan);
+    max_abs = kw_warp_max(max_abs); any_abs = kw_warp_max(any_abs);
+    max_rel = kw_warp_max(max_rel); any_rel = kw_warp_max(any_rel); key = kw_warp_max(key);
+    if (threadIdx.x % 32 == 0) {
+        if (bad) { atomicAdd(s + 0, bad); atomicMin(s + 2, first_bad); atomicMax(s + 8, key); }
+        if (nan) { atomicAdd(s + 1, nan); atomicMin(s + 3, first_nan); }
+        if (any_abs) { atomicMax(s + 4, max_abs); atomicMax(s + 5, any_abs); }
+        if (any_rel) { atomicMax(s + 6, max_rel); atomicMax(s + 7, any_rel); }
+    }
+}
+
+template <typename G, typename E, typename W>
+__global__ void kw_compare_worst(const G* got, const E* exp, unsigned long long n, W atol,
+                                 W rtol, unsigned long long key, unsigned long long* where) {
+    unsigned long long best = ~0ull;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        W err, g, e;
+        if (kw_judge(got, exp, i, atol, rtol, err, g, e) && kw_bits(kw_key(err)) == key)
+            best = min(best, i);
+    }
+    best = kw_warp_min(best);
+    if (threadIdx.x % 32 == 0 && best != ~0ull) atomicMin(where, best);
+}
+
+// Integer outputs: exactly equal. s: 0 how many differ, 1 the first that does.
+template <typename T>
+__global__ void kw_compare_exact(const T* got, const T* exp, unsigned long long n,
+                                 unsigned long long* s) {
+    unsigned long long bad = 0, first = ~0ull;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        if (got[i] != exp[i]) { ++bad; first = min(first, i); }
+    }
+    bad = kw_warp_sum(bad);
+    first = kw_warp_min(first);
+    if (threadIdx.x % 32 == 0 && bad) { atomicAdd(s, bad); atomicMin(s + 1, first); }
+}
 """
 # The C++ type of each dtype the templates take.
 CTYPES = {
@@ -167,6 +289,17 @@ COUNT = {
     4: "kw_count_bits<unsigned int>",
     8: "kw_count_bits<unsigned long long>",
 }
+_FLOATS = ("float16", "float32", "float64")
+# (got, expected) dtypes: their comparison's kernel, in float32 where both are, else float64
+COMPARE = {
+    (g, e): f"kw_compare<{CTYPES[g]}, {CTYPES[e]}, {'float' if g == e == 'float32' else 'double'}>"
+    for g in _FLOATS
+    for e in _FLOATS
+}
+COMPARE_WORST = {k: v.replace("kw_compare<", "kw_compare_worst<") for k, v in COMPARE.items()}
+COMPARE_EXACT = {
+    d: f"kw_compare_exact<{CTYPES[d]}>" for d in ("int8", "int16", "int32", "int64", "uint8")
+}
 SKETCH_FIELDS = 8
 SKETCH_BLOCKS = 264  # fixed: the sums' order must not depend on the GPU
 _module: Any = None
@@ -178,7 +311,16 @@ def module() -> Any:
     if _module is None:
         import cupy
 
-        names = sorted({*GENERATE.values(), *SKETCH.values(), *COUNT.values()})
+        names = sorted(
+            {
+                *GENERATE.values(),
+                *SKETCH.values(),
+                *COUNT.values(),
+                *COMPARE.values(),
+                *COMPARE_WORST.values(),
+                *COMPARE_EXACT.values(),
+            }
+        )
         _module = cupy.RawModule(code=SOURCE, options=("--std=c++17",), name_expressions=names)
     return _module
 

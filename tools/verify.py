@@ -576,12 +576,19 @@ class Verifier:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        compared, _ = ref_box.receive(
-            self._run_timeout(task), f"comparing at {_describe(trial.sizes)}", Expect(sizes=())
-        )
+        try:  # the harness's own work, in the trusted worker: its failure is never the candidate's
+            compared, _ = ref_box.receive(
+                self.options.start_timeout_s,
+                f"comparing at {_describe(trial.sizes)}",
+                Expect(sizes=()),
+            )
+        except WorkerFailure as failure:
+            raise cpp_check.ReferenceProblem(
+                f"the task's reference failed: {failure.reason}"
+            ) from None
         found = compared.get("facts")
         if compared.get("type") != "compared" or not isinstance(found, list):
-            raise WorkerFailure("crashed", "the reference's worker did not compare the outputs")
+            raise cpp_check.ReferenceProblem("the task's reference did not compare the outputs")
         return judge.device_trial_result(task, trial, ref[0], header, found, phase)
 
 

@@ -41,19 +41,57 @@ extern "C" __global__ void transpose(const float* x, float* y, int m, int n)
 """
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_cupy_finds_the_facts_numpy_finds(case: str) -> None:
+def _more_cases() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Beyond the CPU tier's: every dtype pair, NaN and infinite expectations, errors that
+    are infinite or NaN, a large output (no relative error), ties for the worst element."""
+    rng = np.random.default_rng(11)
+    out = [(case, *_arrays(case)) for case in CASES]
+    base = rng.standard_normal(5000) * 10
+    for g_dt in ("float16", "float32", "float64"):
+        for e_dt in ("float16", "float32", "float64"):
+            exp = base.astype(e_dt)
+            got = exp.astype(g_dt)
+            out.append((f"{g_dt}/{e_dt} within", got.copy(), exp))
+            got[[7, 4000]] += 3  # two equal errors: the first is the worst
+            got[100] = np.inf
+            out.append((f"{g_dt}/{e_dt} wrong", got, exp))
+    exp = base.copy()
+    exp[[3, 9]] = np.nan, -np.inf
+    got = base.copy()
+    got[9] = -np.inf
+    out.append(("NaN expected", got, exp))
+    got = base.copy()
+    got[[2, 5]] = np.inf, -np.inf
+    out.append(("infinite errors", got, base.copy()))
+    big = rng.standard_normal(5_000_000).astype(np.float32)
+    wrong = big.copy()
+    wrong[4_999_999] *= 1.001
+    out.append(("large within", big.copy(), big))
+    out.append(("large wrong at the end", wrong, big))
+    ints = np.arange(10_000, dtype=np.int32)
+    bad = ints.copy()
+    bad[[9000, 9001]] = -1
+    out.append(("int32 within", ints.copy(), ints))
+    out.append(("int32 wrong", bad, ints))
+    return out
+
+
+@pytest.mark.parametrize("case", _more_cases(), ids=lambda c: c[0])
+def test_the_harness_kernel_finds_the_facts_numpy_finds(case: tuple) -> None:
     import cupy
 
-    got, exp = _arrays(case)
-    on_host = correctness.facts(np, got, exp, 1e-5, 1e-5)
-    on_gpu = correctness.facts(cupy, cupy.asarray(got), cupy.asarray(exp), 1e-5, 1e-5)
+    from kernelwright.tools.devcompare import device_facts
+
+    _, got, exp = case
+    atol, rtol = 1e-5, 1e-5
+    on_host = correctness.facts(np, got, exp, atol, rtol)
+    on_gpu = device_facts(cupy.asarray(got), cupy.asarray(exp), atol, rtol)
     assert on_gpu.keys() == on_host.keys()
-    for key, value in on_host.items():
-        if isinstance(value, float):
-            assert on_gpu[key] == pytest.approx(value, rel=1e-12, abs=0.0), key
-        else:
-            assert on_gpu[key] == value, key
+    for key, value in on_host.items():  # to the bit, NaN as NaN
+        same = value == on_gpu[key] or (value != value and on_gpu[key] != on_gpu[key])
+        assert same and type(value) is type(on_gpu[key]), (key, value, on_gpu[key])
+    words = correctness.outcome("y", got.shape, on_gpu, atol, rtol)
+    assert words == correctness.outcome("y", got.shape, on_host, atol, rtol)
 
 
 def test_memory_handed_over_as_a_descriptor_reads_back() -> None:

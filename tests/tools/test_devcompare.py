@@ -168,6 +168,36 @@ def test_each_output_is_described_from_the_task_not_the_worker() -> None:
             judge.device_outputs(task, trial, {"device": bad})
 
 
+def test_the_harness_kernels_compile_with_every_comparison_in_them(tmp_path: Path) -> None:
+    """kernels.SOURCE with every template the workers look up, through nvcc (no GPU)."""
+    import shutil
+    import subprocess
+
+    from kernelwright.tools import kernels
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    names = [
+        *kernels.COMPARE.values(),
+        *kernels.COMPARE_WORST.values(),
+        *kernels.COMPARE_EXACT.values(),
+        *kernels.SKETCH.values(),
+        *kernels.COUNT.values(),
+        *kernels.GENERATE.values(),
+    ]
+    assert len(kernels.COMPARE) == 9 and ("float32", "float64") in kernels.COMPARE
+    taken = ",\n".join(f"(const void*)&{name}" for name in names)
+    src = tmp_path / "k.cu"
+    src.write_text(kernels.SOURCE + f"\nconst void* kw_all[] = {{\n{taken}\n}};\n")
+    proc = subprocess.run(
+        [nvcc, "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "k.o")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def _memfd(text: bytes) -> int:
     fd = os.memfd_create("kw-test")
     os.write(fd, text)
