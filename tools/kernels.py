@@ -177,7 +177,8 @@ __device__ __forceinline__ bool kw_judge(const G* got, const E* exp, unsigned lo
 }
 
 template <typename W> __device__ __forceinline__ double kw_key(W err) {  // the worst's order
-    return isnan(err) ? (double)INFINITY : (isinf(err) ? kw_big(err) : (double)err);
+    return isnan(err) ? __longlong_as_double(0x7ff0000000000000ll)  // +inf
+                      : (isinf(err) ? kw_big(err) : (double)err);
 }
 
 __device__ __forceinline__ unsigned long long kw_warp_sum(unsigned long long v) {
