@@ -56,6 +56,11 @@ class Memory:
     store: EpisodeStore
     graph: SavedGraph
 
+    def close(self) -> None:
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            close()
+
 
 def embedding_for(settings: Settings) -> EmbeddingFunction[Documents]:
     """The embedding function the settings name ("hash" or "ollama:MODEL")."""

@@ -104,39 +104,39 @@ def optimize(
         model.ensure_ready()
     mem = open_memory(settings, memory)
     own_gpu = gpu is None
-    if gpu is None:
-        gpu = local_gpu(settings)
-    if run is None:
-        run = RunDir.create(
-            base,
-            task.name,
-            {"task": str(Path(task_path).resolve()), "model": settings.model, "budget": budget},
-        )
-    context = LoopContext(
-        task=task,
-        model=model,
-        gpu=gpu,
-        run=run,
-        arch=arch or "sm_90",
-        compile_backend=settings.compile_backend,
-        progress=progress or (lambda event: None),
-        store=mem.store if mem else None,
-        graph=mem.graph if mem else None,
-        pairs=settings.memory.pairs,
-        pair_chars=settings.memory.pair_tokens * CHARS_PER_TOKEN,
-        builds=BuildCache(settings.builds_dir),
-    )
-    config: Any = {"configurable": {"thread_id": run.path.name}, "recursion_limit": 100_000}
-    start: LoopInput | None = None
-    if not resume:
-        start = LoopInput(
-            task_path=str(task.path),
-            max_candidates=budget,
-            max_seconds=max_seconds,
-            plateau_rounds=plateau,
-            max_repairs=max_repairs,
-        )
     try:
+        if gpu is None:
+            gpu = local_gpu(settings)
+        if run is None:
+            run = RunDir.create(
+                base,
+                task.name,
+                {"task": str(Path(task_path).resolve()), "model": settings.model, "budget": budget},
+            )
+        context = LoopContext(
+            task=task,
+            model=model,
+            gpu=gpu,
+            run=run,
+            arch=arch or "sm_90",
+            compile_backend=settings.compile_backend,
+            progress=progress or (lambda event: None),
+            store=mem.store if mem else None,
+            graph=mem.graph if mem else None,
+            pairs=settings.memory.pairs,
+            pair_chars=settings.memory.pair_tokens * CHARS_PER_TOKEN,
+            builds=BuildCache(settings.builds_dir),
+        )
+        config: Any = {"configurable": {"thread_id": run.path.name}, "recursion_limit": 100_000}
+        start: LoopInput | None = None
+        if not resume:
+            start = LoopInput(
+                task_path=str(task.path),
+                max_candidates=budget,
+                max_seconds=max_seconds,
+                plateau_rounds=plateau,
+                max_repairs=max_repairs,
+            )
         with closing(sqlite3.connect(run.checkpoints, check_same_thread=False)) as conn:
             saver = SqliteSaver(
                 conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
@@ -155,6 +155,8 @@ def optimize(
                 progress=lambda m: context.progress({"node": "tune", "message": m}),
             )
     finally:
-        if own_gpu:
+        if own_gpu and gpu is not None:
             gpu.close()
+        if mem is not None:
+            mem.close()
     return output, run

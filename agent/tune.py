@@ -244,24 +244,28 @@ def remembered_tune(
     from kernelwright.agent.experience import open_memory
 
     mem = open_memory(settings, memory)
-    tunings = TuneMemory(cast(ChromaStore, mem.store)) if mem else None
-    signature = task_signature(task)
-    found = tune(
-        task,
-        candidate,
-        gpu,
-        arch=arch,
-        backend=settings.compile_backend,
-        budget=budget or settings.tune.budget,
-        max_seconds=max_seconds or settings.tune.minutes * 60,
-        numerics=settings.tune.numerics if numerics is None else numerics,
-        progress=progress,
-        builds=BuildCache(settings.builds_dir),
-        first=tunings.winners(arch, signature) if tunings else (),
-    )
-    if tunings:
-        where = TuneRecord(task_signature=signature, op_class=op_class(task), arch=arch)
-        tunings.add(candidate.source, found.records(where, run_id))
+    try:
+        tunings = TuneMemory(cast(ChromaStore, mem.store)) if mem else None
+        signature = task_signature(task)
+        found = tune(
+            task,
+            candidate,
+            gpu,
+            arch=arch,
+            backend=settings.compile_backend,
+            budget=budget or settings.tune.budget,
+            max_seconds=max_seconds or settings.tune.minutes * 60,
+            numerics=settings.tune.numerics if numerics is None else numerics,
+            progress=progress,
+            builds=BuildCache(settings.builds_dir),
+            first=tunings.winners(arch, signature) if tunings else (),
+        )
+        if tunings:
+            where = TuneRecord(task_signature=signature, op_class=op_class(task), arch=arch)
+            tunings.add(candidate.source, found.records(where, run_id))
+    finally:
+        if mem is not None:
+            mem.close()
     return found
 
 

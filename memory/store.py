@@ -263,6 +263,19 @@ class ChromaStore:
         self.batch = client.get_max_batch_size()
         self.skipped: dict[str, str] = {}  # id -> "ID: FIELD: problem", read back, not valid
 
+    def close(self) -> None:
+        """Let the client go: Chroma keeps one system (its SQLite files, an index's threads) per
+        directory for the life of the process unless its last client closes. Idempotent."""
+        close = getattr(self.client, "close", None)  # chromadb releases without it lack it
+        if close is not None:
+            close()
+
+    def __enter__(self) -> ChromaStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @classmethod
     def open(
         cls,

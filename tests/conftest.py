@@ -56,6 +56,29 @@ def _no_tune_after_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _chroma_let_go() -> Iterator[None]:
+    """Stop every Chroma system a test left open (tests open stores to fill and read back):
+    each keeps its SQLite files and index threads for the life of the process, and a whole run
+    of them took pytest past 1024 descriptors, where pexpect's select() fails. The code's own
+    opens close themselves (tests/memory/test_store.py checks the doors)."""
+    yield
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    systems = SharedSystemClient._identifier_to_system
+    for identifier in list(systems):
+        systems.pop(identifier).stop()
+    SharedSystemClient._identifier_to_refcount.clear()
+
+
+def chroma_open() -> list[str]:
+    """What Chroma still holds open in this process: a directory for each persistent store
+    some client has not let go of."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    return list(SharedSystemClient._identifier_to_system)
+
+
 def proposed_launch(candidate: Path) -> dict[str, Any] | None:
     """A hand-written candidate's launch (its .toml's [launch]) as a model's reply carries it:
     over the task's sizes and the knobs the kernel defines (`#ifndef TILE`), as the propose

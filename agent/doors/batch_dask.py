@@ -302,7 +302,7 @@ def _memory(settings: Settings, out: Path, remote: bool) -> Iterator[str]:
         if url is None:
             server, url = _chroma(settings.memory_dir, out / "memory-server.log")
         memory = settings.memory.model_copy(update={"url": url})
-        open_store(settings.model_copy(update={"memory": memory}))
+        open_store(settings.model_copy(update={"memory": memory})).close()
         yield url
     finally:
         if server is not None:

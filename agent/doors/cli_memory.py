@@ -91,7 +91,8 @@ def _warn_dropped(saved: Any) -> None:
         )
 
 
-def _open(write: bool = False) -> tuple[Any, Any]:
+@contextmanager
+def _opened(write: bool = False) -> Iterator[tuple[Any, Any]]:
     """The store and the saved reasoning graph the settings name. A command that only reads
     (or finds nothing to write) leaves no memory directory behind where there was none: it
     sees an empty memory instead."""
@@ -103,8 +104,11 @@ def _open(write: bool = False) -> tuple[Any, Any]:
     settings = load()
     saved = SavedGraph.in_dir(settings.memory_dir)
     if not write and settings.memory.url is None and not settings.memory_dir.exists():
-        return ChromaStore.open(None, None, embedding_for(settings)), saved
-    return open_store(settings), saved
+        store = ChromaStore.open(None, None, embedding_for(settings))
+    else:
+        store = open_store(settings)
+    with store:  # let go however the command ends
+        yield store, saved
 
 
 def _speed(value: float | None) -> str:
@@ -136,8 +140,7 @@ def stats(as_json: JsonFlag = False) -> None:
     """Attempts, tasks, and what worked: per technique, per bottleneck, and the search's graph."""
     from kernelwright.memory.graph_file import by_technique
 
-    with _one_line_errors():
-        store, saved = _open()
+    with _one_line_errors(), _opened() as (store, saved):
         s = store.stats()
     _warn_skipped(store)
     _warn_dropped(saved)
@@ -198,8 +201,8 @@ def search(
     """The stored attempts nearest to QUERY (by the memory's embedding)."""
     with _one_line_errors():
         text = _file_or_text(query)
-        store, _ = _open()
-        hits = store.search(text, n=limit)
+        with _opened() as (store, _):
+            hits = store.search(text, n=limit)
     _warn_skipped(store)
     if as_json:
         _print_json([h.model_dump(mode="json") for h in hits])
@@ -241,8 +244,8 @@ def examples(
         tag = resolve(technique) if technique is not None else None
         if technique is not None and tag is None:
             raise KernelwrightError(f"examples: no technique {technique!r} in the catalogue")
-        store, _ = _open()
-        found = [e for e in (*every_stored(store), *shipped()) if tag in (None, e.technique)]
+        with _opened() as (store, _):
+            found = [e for e in (*every_stored(store), *shipped()) if tag in (None, e.technique)]
     _warn_skipped(store)
     if as_json:
         rows = [
@@ -272,11 +275,11 @@ def export(file: Annotated[Path, typer.Argument(help="The JSON Lines file to wri
     with _one_line_errors():
         if not file.parent.is_dir():
             raise KernelwrightError(f"{file}: directory {file.parent} does not exist")
-        store, _ = _open()
-        try:
-            n = store.export_jsonl(file)
-        except OSError as exc:
-            raise KernelwrightError(f"{file}: cannot write: {exc.strerror}") from None
+        with _opened() as (store, _):
+            try:
+                n = store.export_jsonl(file)
+            except OSError as exc:
+                raise KernelwrightError(f"{file}: cannot write: {exc.strerror}") from None
     _warn_skipped(store)
     out.print(f"exported {n} attempts to {file}", highlight=False, soft_wrap=True)
 
@@ -292,15 +295,18 @@ def import_(file: Annotated[Path, typer.Argument(help="A file `memory export` wr
     with _one_line_errors():
         try:  # every record checked before a store is even opened: a refused file makes none
             rows = read_export(file)
-            store, saved = _open(write=True)
-            added = store.import_rows(rows, str(file))
         except MemoryFileError as exc:
             raise KernelwrightError(f"import {exc}") from None
-        try:
-            learned = saved.learn_episodes(added)
-        except BaseException:
-            store.delete([e.id for e in added])  # all or nothing: the store too
-            raise
+        with _opened(write=True) as (store, saved):
+            try:
+                added = store.import_rows(rows, str(file))
+            except MemoryFileError as exc:
+                raise KernelwrightError(f"import {exc}") from None
+            try:
+                learned = saved.learn_episodes(added)
+            except BaseException:
+                store.delete([e.id for e in added])  # all or nothing: the store too
+                raise
     out.print(
         f"imported {len(added)} new attempts from {file}; the reasoning graph learned from "
         f"{learned} of them",
@@ -346,8 +352,7 @@ def delete(
     numbers are dropped.
     """
     wanted = list(dict.fromkeys(ids))
-    with _one_line_errors():
-        store, saved = _open()
+    with _one_line_errors(), _opened() as (store, saved):
         have = store.existing(wanted)
         unknown = [i for i in wanted if i not in have]
         if unknown:
@@ -405,35 +410,38 @@ def prune(
                 "nothing deleted"
             )
         day = _day(before) if before is not None else None
-        store, saved = _open()
-        ids, undated = store.matching(run=run, task=task, before=day, invalid=invalid)
-        note = (
-            f"kept {_plural(undated, 'stored attempt')} whose run id has no date" if undated else ""
-        )
-        nothing = {"deleted": [], "undated_kept": undated, "graph_edges_dropped": 0}
-        if not ids:
-            if as_json:
-                _print_json(nothing)
-            else:
-                out.print("no stored attempts match; nothing deleted", highlight=False)
-                if note:
-                    out.print(note, highlight=False)
-            return
-        if not yes:
-            (err if as_json else out).print(
-                f"{_plural(len(ids), 'stored attempt')} would be deleted", highlight=False
+        with _opened() as (store, saved):
+            ids, undated = store.matching(run=run, task=task, before=day, invalid=invalid)
+            note = (
+                f"kept {_plural(undated, 'stored attempt')} whose run id has no date"
+                if undated
+                else ""
             )
-            if not _interactive():
-                raise KernelwrightError(
-                    "prune: not deleting without --yes (stdin is not a terminal); nothing deleted"
-                )
-            if not typer.confirm("Delete them?", default=False, err=as_json):
+            nothing = {"deleted": [], "undated_kept": undated, "graph_edges_dropped": 0}
+            if not ids:
                 if as_json:
                     _print_json(nothing)
                 else:
-                    out.print("nothing deleted", highlight=False)
+                    out.print("no stored attempts match; nothing deleted", highlight=False)
+                    if note:
+                        out.print(note, highlight=False)
                 return
-        store.delete(ids)
-        _deleted(saved, ids, as_json, {"undated_kept": undated} if before is not None else None)
+            if not yes:
+                (err if as_json else out).print(
+                    f"{_plural(len(ids), 'stored attempt')} would be deleted", highlight=False
+                )
+                if not _interactive():
+                    raise KernelwrightError(
+                        "prune: not deleting without --yes (stdin is not a terminal); "
+                        "nothing deleted"
+                    )
+                if not typer.confirm("Delete them?", default=False, err=as_json):
+                    if as_json:
+                        _print_json(nothing)
+                    else:
+                        out.print("nothing deleted", highlight=False)
+                    return
+            store.delete(ids)
+            _deleted(saved, ids, as_json, {"undated_kept": undated} if before is not None else None)
     if note and not as_json:
         out.print(note, highlight=False)

@@ -426,7 +426,8 @@ def search_memory(settings: Settings, query: str, n: int = 5) -> MemoryAnswer:
     if not url and not settings.memory_dir.is_dir():
         return MemoryAnswer(where, f"nothing stored yet at {where}", [])
     try:
-        episodes = open_store(settings).search(query, n=n)
+        with open_store(settings) as store:
+            episodes = store.search(query, n=n)
     except KernelwrightError:
         raise
     except Exception as exc:  # Chroma's own errors: a server down, a directory it cannot read

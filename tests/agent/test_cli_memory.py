@@ -17,6 +17,7 @@ from kernelwright.agent.doors.cli_memory import memory_app
 from kernelwright.memory.embeddings import CodeHashEmbedding
 from kernelwright.memory.graph_file import SavedGraph
 from kernelwright.memory.store import ChromaStore, Provenance
+from tests.conftest import chroma_open
 from tests.memory.test_store import GEMM, NAIVE, SHARED, WARP, attempt
 
 runner = CliRunner()
@@ -98,11 +99,12 @@ def one_error_line(result: Result) -> str:
 def test_stats_shows_attempts_tasks_techniques_bottlenecks_and_the_search(
     settings_env: Path,
 ) -> None:
-    fill(settings_env)
+    fill(settings_env).close()
     saved = SavedGraph.in_dir(settings_env)
     saved.learn("rowsum-1", 1, lambda g: g.update((), "coalescing", "memory-bound", True, 3.0))
     result = runner.invoke(app, ["memory", "stats"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
+    assert chroma_open() == []  # the command let its store go
     text = result.stdout
     assert text.startswith("4 attempts on 2 tasks (correct 2, wrong 1, compile_error 1)")
     assert "GPUs: sm_90 4" in text

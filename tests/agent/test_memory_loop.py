@@ -24,7 +24,7 @@ from kernelwright.memory.store import ChromaStore
 from kernelwright.tools.backend import ReplayGpu
 from kernelwright.tools.spec import CudaTask
 from tests.agent.test_graph import FASTER, FASTER_LAUNCH, GELU, WRONG, replay_for, reply, report
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, chroma_open
 
 
 @pytest.fixture(autouse=True)
@@ -85,6 +85,7 @@ def test_every_measured_attempt_is_stored_with_its_metadata(tmp_path: Path, gelu
     model, gpu = three_candidates(gelu)
     out, rundir = run(tmp_path, model, gpu)
     assert [a.verdict for a in out["attempts"]] == ["correct", "wrong", "compile_error"]
+    assert chroma_open() == []  # the run let its memory go
     store = store_at(tmp_path)
     assert store.count() == 3
     got = store.collection.get(include=["metadatas", "documents"])

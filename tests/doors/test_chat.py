@@ -104,6 +104,7 @@ class Terminal:
             dimensions=(50, 220),
             encoding="utf-8",
             timeout=timeout,
+            use_poll=True,  # select() fails on a descriptor past 1024, in a long pytest process
             # started as from a background job, which ignores SIGINT: Ctrl-C must stop a run
             # all the same (the session takes it back), and tests launched with `&` see it
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),

@@ -22,7 +22,7 @@ from kernelwright.agent.llm import ScriptedLLM
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.results import Attempt
 from tests.agent.test_graph import FASTER, FASTER_LAUNCH, WRONG, reply
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, chroma_open
 from tests.doors.test_chat import (
     KW,
     copy_gelu,
@@ -180,13 +180,15 @@ def test_in_process_search_memory(tmp_path: Path, machine: jobs.Machine) -> None
 
         from kernelwright.memory.store import ChromaStore
 
-        ChromaStore.open(path=tmp_path / "data" / "memory").add(
-            Attempt(index=1, parent=0, tags=("vec",), source=FASTER, verdict="correct",
-                    reason="ok", speedup=1.3),
-            task_signature="gelu", op_class="elementwise", bottleneck="memory-bound",
-            arch="sm_90", model="m", run_id="gelu-1",
-        )  # fmt: skip
+        with ChromaStore.open(path=tmp_path / "data" / "memory") as store:
+            store.add(
+                Attempt(index=1, parent=0, tags=("vec",), source=FASTER, verdict="correct",
+                        reason="ok", speedup=1.3),
+                task_signature="gelu", op_class="elementwise", bottleneck="memory-bound",
+                arch="sm_90", model="m", run_id="gelu-1",
+            )  # fmt: skip
         found = await client.call_tool("search_memory", {"query": FASTER, "n": 3})
+        assert chroma_open() == []  # each search lets the store go: a server runs for days
         (episode,) = found.structured_content["results"]
         assert episode["speedup"] == 1.3 and episode["source"] == FASTER
         assert episode["tags"] == ["vec"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import chromadb
@@ -17,6 +19,7 @@ from kernelwright.memory import migrations
 from kernelwright.memory.embeddings import CodeHashEmbedding, EmbeddingUnavailable, OllamaEmbedding
 from kernelwright.memory.store import ChromaStore, StoreUnavailable
 from kernelwright.tools.results import Attempt
+from tests.conftest import chroma_open
 
 NAIVE = """extern "C" __global__ void rowsum(const float* x, float* y, int n) {
     int row = blockIdx.x;
@@ -121,6 +124,46 @@ def test_add_search_and_metadata(tmp_path: Path) -> None:
     meta = store.collection.get(ids=["run1:3"])["metadatas"][0]  # type: ignore[index]
     assert meta["speedup"] == -1.0 and "speedup_log" not in meta
     assert all(isinstance(v, str | int | float | bool) for v in meta.values())
+
+
+def _held(directory: Path) -> list[str]:
+    """This process's descriptors on files under `directory`."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(directory)):
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_close_lets_the_directory_go(tmp_path: Path) -> None:
+    """A closed store holds none of its files: a process that opens many (the MCP server, a
+    test run) does not run out of descriptors."""
+    with ChromaStore.open(tmp_path / "memory") as store:
+        fill(store)
+        assert _held(tmp_path)  # the test can see what it claims is let go
+    assert chroma_open() == []
+    assert _let_go(tmp_path)
+    store.close()  # again: nothing happens
+    again = ChromaStore.open(tmp_path / "memory")
+    assert again.count() == 3  # closed, not lost
+    again.close()
+    assert _let_go(tmp_path)
+
+
+def _let_go(directory: Path, within_s: float = 10.0) -> bool:
+    """Chroma's engine closes its files on its own threads, a few milliseconds after the last
+    client closes: wait for that, not for ever."""
+    end = time.monotonic() + within_s
+    while _held(directory):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def test_same_run_and_index_replaces(tmp_path: Path) -> None:
