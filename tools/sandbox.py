@@ -214,7 +214,8 @@ class Sandbox:
     def close(self) -> None:
         self.__exit__(None, None, None)
 
-    def kill(self) -> None:
+    def signal_kill(self) -> None:
+        """SIGKILL the worker and everything under it, without waiting for them to go."""
         if self.proc is None:
             return
         for pid in self._tree()[1:]:  # every descendant, also one that left the group
@@ -223,6 +224,11 @@ class Sandbox:
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        self.signal_kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
         for stream in (self.proc.stdin, self.proc.stdout):
@@ -440,3 +446,28 @@ class Sandbox:
             self.kill()
             raise WorkerFailure("crashed", cap(f"{phase}: {header.get('error', 'unknown error')}"))
         return header, arrays
+
+
+class Crew:
+    """The workers of one check, stopped together as it ends: every one is sent SIGKILL first,
+    then each is waited for. A worker's CUDA context takes a while to go, and a KernelBench
+    check has six workers: one after another, their ends added seconds to every check."""
+
+    def __init__(self) -> None:
+        self.boxes: list[Sandbox] = []
+
+    def __enter__(self) -> Crew:
+        return self
+
+    def join(self, box: Sandbox) -> Sandbox:
+        """`box`, started (if it is not a spare already running) and stopped with the rest."""
+        box.__enter__()
+        self.boxes.append(box)
+        return box
+
+    def __exit__(self, *exc: object) -> None:
+        for box in self.boxes:
+            box.signal_kill()
+        for box in reversed(self.boxes):
+            box.__exit__(*exc)
+        self.boxes.clear()

@@ -40,7 +40,7 @@ from .errors import NoGpuError
 from .pool import Pool, controller_off, timing_cpus
 from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
-from .sandbox import Sandbox, WorkerFailure, cap
+from .sandbox import Crew, Sandbox, WorkerFailure, cap
 from .spec import CudaTask
 from .task import Candidate, Task
 from .timing import flush_bytes
@@ -229,8 +229,9 @@ class Verifier:
         try:
             with contextlib.ExitStack() as stack:
                 stack.callback(side.close)
+                crew = stack.enter_context(Crew())
                 ref_kind, cand_kind = task.worker_kinds
-                ref_box = stack.enter_context(self.pool.take(ref_kind, "reference"))
+                ref_box = crew.join(self.pool.take(ref_kind, "reference"))
                 job = self._job(side.worker_task, "reference", [*trials, post], None, files, poison)
                 ref_box.send(job | side.ref_extra | {"post_last": True}, side.ref_arrays)
                 compiler, build_key, built = None, None, None
@@ -241,7 +242,7 @@ class Verifier:
                         candidate.source, entry, arch, backend, flags
                     )
                 if entry is not None and built is None:
-                    compiler = stack.enter_context(self.pool.take("compile", "compile"))
+                    compiler = crew.join(self.pool.take("compile", "compile"))
                     compiler.send(
                         {
                             "source": candidate.source,
@@ -251,10 +252,10 @@ class Verifier:
                             "flags": list(flags),
                         }
                     )
-                cand_box = stack.enter_context(self.pool.take(cand_kind, "candidate"))
+                cand_box = crew.join(self.pool.take(cand_kind, "candidate"))
                 cand_job = candidate.worker_job(task.path)
                 # further processes a side for the timing, their start-up beside the trials
-                more = self._more_workers(task, stack, side, cand_job, files, poison)
+                more = self._more_workers(task, crew, side, cand_job, files, poison)
                 self._prestart(task, early=True)  # the next check's, beside this one
                 self.progress("starting workers")
                 dev, _ = ref_box.receive(
@@ -427,7 +428,7 @@ class Verifier:
     def _more_workers(
         self,
         task: Task,
-        stack: contextlib.ExitStack,
+        crew: Crew,
         side: OwnReference,
         cand_job: dict[str, Any],
         files: dict[str, str],
@@ -444,12 +445,12 @@ class Verifier:
         ref_kind, cand_kind = task.worker_kinds
         more = []
         for n in range(2, self.processes + 1):
-            ref = stack.enter_context(self.pool.take(ref_kind, f"reference {n}"))
+            ref = crew.join(self.pool.take(ref_kind, f"reference {n}"))
             ref.send(
                 self._job(side.worker_task, "reference", [], None, files, poison) | side.ref_extra,
                 side.ref_arrays,
             )
-            cand = stack.enter_context(self.pool.take(cand_kind, f"candidate {n}"))
+            cand = crew.join(self.pool.take(cand_kind, f"candidate {n}"))
             cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison))
             more.append((ref, cand))
         return more

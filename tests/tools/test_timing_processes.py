@@ -4,14 +4,13 @@ and _imported, with recorded workers)."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import pytest
 
 from kernelwright.tools import fit
 from kernelwright.tools import pool as pool_module
-from kernelwright.tools.sandbox import WorkerFailure
+from kernelwright.tools.sandbox import Crew, WorkerFailure
 from kernelwright.tools.verify import OwnReference, Verifier, VerifyOptions
 
 
@@ -34,6 +33,9 @@ class Box:
     def kill(self) -> None:
         self.killed = True
         self.log.append(f"killed {self.label}")
+
+    def signal_kill(self) -> None:
+        self.log.append(f"signalled {self.label}")
 
     def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
         assert not self.killed, f"{self.label} read after it was stopped"
@@ -75,8 +77,8 @@ def test_each_side_gets_further_processes_that_only_time(monkeypatch: pytest.Mon
     verifier = _verifier(monkeypatch, log, timing_processes=3)
     task: Any = Task()
     side = OwnReference(verifier, task, None)
-    with contextlib.ExitStack() as stack:
-        more = verifier._more_workers(task, stack, side, {"class_name": "ModelNew"}, {}, 7)
+    with Crew() as crew:
+        more = verifier._more_workers(task, crew, side, {"class_name": "ModelNew"}, {}, 7)
         assert [(r.label, c.label) for r, c in more] == [
             ("reference 2", "candidate 2"),
             ("reference 3", "candidate 3"),
@@ -99,8 +101,8 @@ def test_only_as_many_pairs_as_the_gpus_free_memory_holds(monkeypatch: pytest.Mo
     verifier = _verifier(monkeypatch, log, timing_processes=4)
     task: Any = Task()
     side = OwnReference(verifier, task, None)
-    with contextlib.ExitStack() as stack:
-        more = verifier._more_workers(task, stack, side, {}, {}, 7)
+    with Crew() as crew:
+        more = verifier._more_workers(task, crew, side, {}, {}, 7)
         assert len(more) == 3
         # 10 GiB free, the reference's trial took 3 GiB: one further pair (2 x 3 <= 0.7 x 10)
         kept = verifier._ready(more, {"gpu_peak_bytes": 3 << 30, "gpu_free_bytes": 10 << 30})
@@ -116,10 +118,8 @@ def test_a_host_short_of_memory_gets_fewer(monkeypatch: pytest.MonkeyPatch) -> N
     task: Any = Task()
     small = _verifier(monkeypatch, log, host_gib=20, timing_processes=3)  # a 32 GB desktop
     assert small.processes == 2 and small.pool.processes == {"kernelbench": 2}
-    with contextlib.ExitStack() as stack:
-        assert (
-            len(small._more_workers(task, stack, OwnReference(small, task, None), {}, {}, 1)) == 1
-        )
+    with Crew() as crew:
+        assert len(small._more_workers(task, crew, OwnReference(small, task, None), {}, {}, 1)) == 1
     small.close()
 
 
@@ -127,13 +127,13 @@ def test_a_cuda_task_or_one_process_a_side_starts_none(monkeypatch: pytest.Monke
     log: list[str] = []
     task: Any = Task()
     one = _verifier(monkeypatch, log, timing_processes=1)
-    with contextlib.ExitStack() as stack:
-        assert one._more_workers(task, stack, OwnReference(one, task, None), {}, {}, 1) == []
+    with Crew() as crew:
+        assert one._more_workers(task, crew, OwnReference(one, task, None), {}, {}, 1) == []
     one.close()
     task.host_code = False  # a kernel's launches, timed by events: one process a side
     three = _verifier(monkeypatch, log, timing_processes=3)
-    with contextlib.ExitStack() as stack:
-        assert three._more_workers(task, stack, OwnReference(three, task, None), {}, {}, 1) == []
+    with Crew() as crew:
+        assert three._more_workers(task, crew, OwnReference(three, task, None), {}, {}, 1) == []
     three.close()
     assert log == []
 
@@ -144,8 +144,8 @@ def test_a_candidate_that_imports_once_and_not_again_crashed(
     log: list[str] = []
     verifier = _verifier(monkeypatch, log, timing_processes=3, failing="candidate 3")
     task: Any = Task()
-    with contextlib.ExitStack() as stack:
-        more = verifier._more_workers(task, stack, OwnReference(verifier, task, None), {}, {}, 1)
+    with Crew() as crew:
+        more = verifier._more_workers(task, crew, OwnReference(verifier, task, None), {}, {}, 1)
         with pytest.raises(WorkerFailure, match="not in worker 3: ImportError") as caught:
             verifier._imported(more)
         assert caught.value.verdict == "crashed"
@@ -176,3 +176,22 @@ def test_the_pool_keeps_spares_for_every_process_of_a_side(
     pool.prestart("cuda")  # a CUDA task's are timed in one process a side
     assert sorted(started) == ["compile", "cuda", "cuda"]
     pool.close()
+
+
+def test_a_checks_workers_are_all_signalled_before_any_is_waited_for() -> None:
+    """Six workers with CUDA contexts, each waited for before the next was killed, added
+    seconds to every KernelBench check; a crew's are all killed at once, then waited for."""
+    log: list[str] = []
+    with pytest.raises(RuntimeError), Crew() as crew:
+        for label in ("reference", "candidate", "reference 2"):
+            assert crew.join(Box("torch-ref", label, log)).label == label  # type: ignore[arg-type]
+        raise RuntimeError("a check that fails stops its workers the same way")
+    assert log == [
+        "signalled reference",
+        "signalled candidate",
+        "signalled reference 2",
+        "closed reference 2",
+        "closed candidate",
+        "closed reference",
+    ]
+    assert crew.boxes == []
