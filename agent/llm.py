@@ -11,19 +11,19 @@ import functools
 from collections import deque
 from collections.abc import Iterable
 from importlib import resources
-from typing import Any, Literal, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 import httpx
-import ollama
 import yaml
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_ollama import ChatOllama
 
 from kernelwright.tools.errors import KernelwrightError
 
 from .ollama_tags import NotOllama, pulled_models, tagged
 from .privacy import keep_traces_local
 from .settings import Settings
+
+if TYPE_CHECKING:  # LangChain and Ollama's client load with the first model, not with `check`
+    from langchain_core.messages import BaseMessage
 
 
 class Message(TypedDict):
@@ -130,6 +130,8 @@ class OllamaModel:
         cap = self.quirks["max_context_length"]
         self.num_ctx = wanted if cap is None else min(wanted, cap)
         self.timeout_s = settings.request_timeout_s
+        from langchain_ollama import ChatOllama
+
         self._chat = ChatOllama(
             model=settings.model,
             base_url=self.base_url,
@@ -166,6 +168,8 @@ class OllamaModel:
             raise ModelNotPulled(self.name)
 
     def complete(self, messages: list[Message]) -> str:
+        import ollama
+
         if not self.quirks["system_role"]:
             messages = fold_system(messages)
         try:
@@ -203,6 +207,8 @@ def _keep_alive(value: str) -> int | str:
 
 
 def _to_langchain(message: Message) -> BaseMessage:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
     kind = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
     return kind[message["role"]](content=message["content"])
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from kernelwright.agent.context import Progress
 from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import ChatModel, Message, ScriptedLLM, make_model
 from kernelwright.agent.settings import Settings
@@ -26,7 +25,8 @@ from kernelwright.tools.task import (
     reference_candidate,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the loop's context (LangGraph, the memory's Chroma) loads with `optimize`
+    from kernelwright.agent.context import Progress
     from kernelwright.agent.tune import Tuning
     from kernelwright.tools.spec import CudaCandidate, CudaTask
 
