@@ -91,6 +91,7 @@ def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str
         TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
+        PYTHONHASHSEED="0",  # every worker alike (worker.steady_layout)
         XDG_CACHE_HOME=str(scratch / "cache"),
         # the worker's view has no /etc/passwd: who it is comes from here (getpass, inductor)
         USER="kernelwright",

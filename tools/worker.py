@@ -165,10 +165,33 @@ def _compile_view() -> tuple[Any, list[str] | None]:
     return prepare, [include] if include else []
 
 
+ADDR_NO_RANDOMIZE = 0x0040000  # linux/personality.h
+
+
+def steady_layout() -> None:
+    """Go on as a process without address randomization, its hash seed fixed as well (the
+    sandbox's environment): every worker starts alike. A forward timed with its host dispatch
+    settled at a level of its own in each process, and three processes a side did not average
+    it away: on an H100 (session 13, 14 checks each, side by side) KernelBench's reference read
+    against itself with an SD of 3.1%, 5 of 14 outside 2%, and with this 0.8%, none outside.
+    The process starts itself again (exec) with the personality set, once; where the kernel or
+    a container's seccomp refuses it, it goes on as it is."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    current = libc.personality(0xFFFFFFFF)
+    if current == -1 or current & ADDR_NO_RANDOMIZE:
+        return
+    if libc.personality(current | ADDR_NO_RANDOMIZE) == -1:
+        return
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
 def main() -> None:
     args = sys.argv
     once = len(args) >= 3 and args[1] == "--job"  # under ncu or compute-sanitizer: no channel
     compile_only = "--compile-only" in args
+    if not (once or compile_only):  # the workers that time
+        steady_layout()
     if "--cpus" in args:
         with contextlib.suppress(OSError, ValueError):
             os.sched_setaffinity(0, {int(c) for c in args[args.index("--cpus") + 1].split(",")})

@@ -4,7 +4,9 @@ garbage on the channel, the memory watchdog, and the kill of the whole process g
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.tools.sandbox import Sandbox, WorkerFailure
+from kernelwright.tools.sandbox import Sandbox, WorkerFailure, scrubbed_env
 
 PRELUDE = """\
 import os, subprocess, sys, time
@@ -193,3 +195,52 @@ def test_a_spare_touches_no_gpu_until_let_on() -> None:
             with pytest.raises(WorkerFailure) as failure:
                 box.receive(60.0, "warming up")
             assert "cuda" in failure.value.reason.lower()
+
+
+LAYOUT = """
+from kernelwright.tools.worker import steady_layout
+steady_layout()
+print(open("/proc/self/personality").read().strip())
+print(next(line for line in open("/proc/self/maps") if "[heap]" in line).split()[0])
+"""
+
+
+def _layout() -> tuple[int, str]:
+    out = subprocess.run([sys.executable, "-c", LAYOUT], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    personality, heap = out.stdout.split()
+    return int(personality, 16), heap
+
+
+def test_workers_start_alike() -> None:
+    """Without address randomization (and with one hash seed) two workers lay their memory out
+    the same way: a forward timed with its host dispatch reads the same level in each."""
+    from kernelwright.tools.worker import ADDR_NO_RANDOMIZE
+
+    first, heap = _layout()
+    if not first & ADDR_NO_RANDOMIZE:
+        pytest.skip("this kernel or container refuses personality(ADDR_NO_RANDOMIZE)")
+    assert [_layout() for _ in range(2)] == [(first, heap)] * 2
+    env = scrubbed_env(Path(tempfile.mkdtemp()))
+    probe = [sys.executable, "-c", "import sys; print(sys.flags.hash_randomization, hash('kw'))"]
+    seeds = {
+        subprocess.run(probe, env=env, capture_output=True, text=True, timeout=60).stdout
+        for _ in range(2)
+    }
+    assert len(seeds) == 1 and seeds.pop().startswith("0 ")  # one hash seed, not random
+
+
+def test_the_real_worker_runs_without_address_randomization() -> None:
+    from kernelwright.tools.worker import ADDR_NO_RANDOMIZE
+
+    if not _layout()[0] & ADDR_NO_RANDOMIZE:
+        pytest.skip("this kernel or container refuses personality(ADDR_NO_RANDOMIZE)")
+    with Sandbox("spare").start() as box:
+        assert box.proc is not None
+        end = time.monotonic() + 30
+        flags = 0
+        while time.monotonic() < end and not flags & ADDR_NO_RANDOMIZE:
+            flags = int(Path(f"/proc/{box.proc.pid}/personality").read_text(), 16)
+            time.sleep(0.01)
+        assert flags & ADDR_NO_RANDOMIZE, box.log_tail()
+        assert box.alive(), box.log_tail()  # the exec kept its channel and went on
