@@ -85,6 +85,9 @@ class TimingResult(Result):
     input_sets: int  # distinct inputs timed: every call's are fresh
     calls_per_round: int = 1  # KernelBench: timed calls a round, each on its own input set
     processes: int = 1  # each side timed in this many processes, in turns (KernelBench)
+    # per pair of processes: the median ratio of its rounds, and its median unexplained us a call
+    process_speedups: tuple[float, ...] = ()
+    process_unexplained_us: tuple[float, ...] = ()
     l2_flush_bytes: int
     floor_ms: float | None = None  # roofline: least possible time at the bench size
     # per call, how much longer the candidate's worker kept the controller waiting than its

@@ -64,6 +64,7 @@ class Rounds:
     wall_ms: float = 0.0
     calls: int = 1  # timed calls a round, each on its own input set
     processes: int = 1  # each side's, taking turns
+    process: list[int] = field(default_factory=list)  # per call, which pair of workers timed it
 
     def ms(self, side: str) -> list[float]:
         return [float(r["ms"]) for r in (self.ref if side == "ref" else self.cand)]
@@ -76,6 +77,13 @@ class Rounds:
         candidate moves between a round's calls still counts, in the round's sum."""
         ms, k = self.ms(side), max(1, self.calls)
         return [sum(ms[i : i + k]) / k for i in range(0, len(ms) - k + 1, k)]
+
+    def round_process(self) -> list[int]:
+        """Per round, which pair of workers timed it (0 where not recorded)."""
+        k = max(1, self.calls)
+        return [
+            self.process[i] if i < len(self.process) else 0 for i in range(0, len(self.ref), k)
+        ][: len(self.round_ms("ref"))]
 
 
 @dataclass(frozen=True)
@@ -220,13 +228,15 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
     stint_orders = (("ref", "cand"), ("cand", "ref")) * (2 if several else 1)
     cycle = 2 * len(pairs) if several else 1  # stints before the rounds may stop
     for stint in itertools.count():
-        ref, cand = pairs[stint % len(pairs)]
+        which = stint % len(pairs)
+        ref, cand = pairs[which]
         idle = [box for pair in pairs if pair != (ref, cand) for box in pair]
         flip = several and (stint // len(pairs)) % 2 == 1  # this pair's stints, every other
         with _paused(*idle):  # the other pairs' workers: stopped through this pair's stint
             for order in stint_orders:
                 order = order[::-1] if flip else order
                 _pair_of_batches(ref, cand, order, seeds.take(per_batch * k), budget, out)
+                out.process.extend([which] * (len(out.ref) - len(out.process)))
                 spent = time.perf_counter() - timed_from
                 # calls far slower than the budget allows: one R-C pair of batches is all
                 if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:

@@ -59,6 +59,29 @@ def unexplained_problem(charged: float, cand_median_ms: float, python: bool) -> 
     return ""
 
 
+def by_process(
+    process: Sequence[int],
+    ref_ms: Sequence[float],
+    cand_ms: Sequence[float],
+    walls: Sequence[tuple[float, float, float, float, int]],
+    processes: int,
+) -> list[tuple[float, float]]:
+    """Per pair of workers (several processes a side), the median ratio of its rounds and its
+    median unexplained time a call (pure; empty for one pair): where a check's figure came from
+    when the processes disagree."""
+    if processes <= 1 or len(process) != len(ref_ms):
+        return []
+    out = []
+    for n in range(processes):
+        idx = [i for i, p in enumerate(process) if p == n]
+        if not idx:
+            return []
+        ratio, _ = speedup([ref_ms[i] for i in idx], [cand_ms[i] for i in idx])
+        mine = [walls[i] for i in idx if i < len(walls)]
+        out.append((ratio, unexplained_us(mine)))
+    return out
+
+
 def timing_notes(
     before: Any, after: Any, cand_quiet: Sequence[float], ref_quiet: Sequence[float], python: bool
 ) -> tuple[str, ...]:
@@ -113,6 +136,9 @@ def timing(
             f"{floor:.4f} ms for this much data"
         )
     ratio, ratio_iqr = speedup(ref_ms, cand_ms)
+    per_process = by_process(
+        rounds.round_process(), ref_ms, cand_ms, rounds.walls, rounds.processes
+    )
     result = TimingResult(
         reference=summarize(ref_ms),
         candidate=cand,
@@ -122,6 +148,8 @@ def timing(
         input_sets=len(rounds.cand),
         calls_per_round=rounds.calls,
         processes=rounds.processes,
+        process_speedups=tuple(p[0] for p in per_process),
+        process_unexplained_us=tuple(p[1] for p in per_process),
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,
         floor_ms=floor,
         unexplained_us=unexplained,

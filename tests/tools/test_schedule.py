@@ -259,6 +259,8 @@ def test_several_processes_a_side_take_turns_with_every_other_worker_paused() ->
     assert len(set(seen)) == 192  # no call's inputs timed twice, in any process
     assert sorted(map(tuple, out.entries)) == sorted(seen)
     assert len(out.ref) == len(out.cand) == 192 and not any(b.paused for b in boxes)
+    # every round knows its pair: a stint (four pairs of batches of 8) is one pair's, in turn
+    assert out.round_process() == [n for _ in range(2) for n in range(3) for _ in range(32)]
 
     log.clear()
     for b in boxes:

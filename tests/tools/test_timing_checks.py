@@ -130,3 +130,22 @@ def test_a_round_whose_work_is_all_in_its_first_call_reads_its_whole_time() -> N
     assert problem == "" and timing.speedup == pytest.approx(1.0, rel=1e-6)
     assert timing.candidate.median_ms == pytest.approx(1.0, rel=1e-6)
     assert timing.rounds == 16 and timing.candidate.samples == 4
+
+
+def test_each_pair_of_processes_reads_its_own_ratio() -> None:
+    """Several processes a side: the result says what each pair's rounds read, so a check
+    whose figure came from one pair that settled apart shows it."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    out = Rounds(processes=3)
+    for n, (cand_ms, harness_ms) in enumerate([(0.5, 0.3), (0.6, 0.3), (0.5, 0.32)]):
+        for _ in range(8):  # rounds of one call
+            out.ref.append({"ms": 1.0, "host_ms": 1.05})
+            out.cand.append({"ms": cand_ms, "host_ms": cand_ms + 0.05})
+            out.walls.append((cand_ms + harness_ms, cand_ms, 1.3, 1.0, 1))
+            out.process.append(n)
+    timing, _ = verdicts.timing(task, out, None, None, None)
+    assert timing.processes == 3
+    assert timing.process_speedups == pytest.approx((2.0, 1.0 / 0.6, 2.0))
+    assert timing.process_unexplained_us == pytest.approx((0.0, 0.0, 20.0))
+    one, _ = verdicts.timing(task, _rounds(0.5), None, None, None)
+    assert one.process_speedups == one.process_unexplained_us == ()
