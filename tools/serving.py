@@ -31,6 +31,14 @@ def _task(job: dict[str, Any]) -> Any:
     )
 
 
+# Through the timing rounds a worker polls for the controller's next call without sleeping for
+# up to this long, as the controller polls for its replies: a call follows the last reply within
+# tens of microseconds, and a worker that slept in between woke its idle CPU for every call (on
+# the H100's virtual machine, the controller saw a KernelBench call take about 300 us longer
+# than the worker's own harness work). Between batches the worker is paused (SIGSTOP).
+ROUNDS_SPIN_S = 0.005
+
+
 class Worker:
     def __init__(
         self, reader: FrameReader | None, out_fd: int, job: dict[str, Any], scratch: Path
@@ -94,6 +102,7 @@ class Worker:
                 warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
                 gc.collect()
                 gc.disable()
+                self._spin(ROUNDS_SPIN_S)
                 self.send({"type": "warm"})
             elif kind == "measure":  # the reference's, its candidate paused: sizes the rounds
                 self._probe(cmd)  # first, whatever else ran on the GPU is over
@@ -105,11 +114,17 @@ class Worker:
                 self.send(reply)
             elif kind == "post" and post is not None:
                 gc.enable()
+                self._spin(0.0)
                 post("post", cmd["trial"])
             else:
                 gc.enable()
+                self._spin(0.0)
                 self.send({"type": "done"})
                 return
+
+    def _spin(self, seconds: float) -> None:
+        if self.reader is not None:
+            self.reader.spin_s = seconds
 
     def _probe(self, cmd: dict[str, Any]) -> dict[str, float]:
         """A batch's first round: wait until no other context runs (up to 2 s)."""
