@@ -1,0 +1,457 @@
+"""KernelBench problems at today's sizes: kernelwright's self-check beside KernelBench's own
+harness on the same problem, in one run (a benchmark that prints figures, not a timed test):
+
+    python -m kernelwright.evals.bench_kernelbench --kb PATH_TO_A_KERNELBENCH_CLONE
+        [--problems 1/1,1/26,2/12] [--no-theirs] [--no-examples] [--timeout 900] [--json FILE]
+
+Per problem (by default the 25 of DEFAULT_PROBLEMS, levels 1 and 2, read from the user's clone;
+nothing of KernelBench is vendored):
+  - `kernelwright check PROBLEM --json --no-profile` as a user runs it: the problem's own Model
+    against itself (it must read 1.00x within 2%), its verdict, the whole command's wall time and
+    the check's phases, and the peak memory of the command's whole process tree: host (the sum of
+    every process's RSS) and GPU (device-wide memory in use above what was in use before it
+    started), both sampled every 50 ms from outside;
+  - KernelBench's own harness on the same problem, in a process of its own:
+    `eval_kernel_against_ref` imported from the clone's src/, the problem's Model as ModelNew,
+    5 correctness trials and 100 timed ones (as its scripts/eval_from_generations.py runs it),
+    its wall time and the speedup it reports; the same memory sampling.
+Then the example CUDA tasks' warm and back-to-back check times (bench_foundation), unless
+--no-examples.
+
+The clone's package imports the LLM clients of its generation scripts (openai, litellm) and a
+few helpers at import; where those are not installed, the process that runs KernelBench's eval
+stands in empty modules for them (its eval calls none of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelwright.evals.bench_checks import CLI
+from kernelwright.evals.kb_problems import Clone, KbError, KbProblem, open_clone
+
+# Across levels 1 and 2 (level/id): matmuls of several shapes, elementwise, reductions,
+# normalizations, pooling, convolutions, scans, losses, attention, and fused level-2 models;
+# several of them with inputs of 4 GB and more at today's sizes (GELU, Softmax, RMSNorm, Sum
+# reduction, cumsum, conv2d, tall-skinny matmul).
+DEFAULT_PROBLEMS = (
+    "1/1,1/2,1/4,1/9,1/12,1/19,1/23,1/26,1/33,1/36,1/40,1/42,1/47,1/50,1/63,1/88,1/89,1/95,1/97,"
+    "2/1,2/9,2/12,2/17,2/40,2/76"
+)
+SAMPLE_S = 0.05
+BAND = 0.02  # the self-check's speedup must read 1.00x within this
+
+
+def parse_problems(text: str) -> list[tuple[int, int]]:
+    """ "1/1,1/26,2/12" as (level, id) pairs, in order and without repeats; KbError otherwise."""
+    out: list[tuple[int, int]] = []
+    for part in (p.strip() for p in text.split(",")):
+        level, _, pid = part.partition("/")
+        if not (level.isdigit() and pid.isdigit()):
+            raise KbError(f"--problems: {part!r} is not LEVEL/ID (e.g. 1/26)")
+        pair = (int(level), int(pid))
+        if pair not in out:
+            out.append(pair)
+    return out
+
+
+def resolve(clone: Clone, wanted: Sequence[tuple[int, int]]) -> list[KbProblem]:
+    """The clone's problems for these (level, id) pairs; KbError naming any it lacks."""
+    found, missing = [], []
+    by_level: dict[int, dict[int, KbProblem]] = {}
+    for level, pid in wanted:
+        if level not in by_level:
+            by_level[level] = (
+                {p.id: p for p in clone.problems(level)} if level in clone.levels() else {}
+            )
+        if pid in by_level[level]:
+            found.append(by_level[level][pid])
+        else:
+            missing.append(f"{level}/{pid}")
+    if missing:
+        raise KbError(f"{clone.described}: no problem {', '.join(missing)}")
+    return found
+
+
+@dataclass
+class Sampled:
+    """A command's outcome, with what it held at most while it ran."""
+
+    returncode: int | None  # None: killed at the timeout
+    stdout: str
+    stderr: str
+    wall_s: float
+    peak_host_bytes: int | None = None  # None: could not be read here
+    peak_gpu_bytes: int | None = None
+
+
+class _Peaks:
+    """Samples a process tree's host memory and the GPU's memory in use, every SAMPLE_S."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.host: int | None = None
+        self.gpu: int | None = None
+        self._stop = threading.Event()
+        self._gpu = _gpu_used_reader()
+        self._gpu_base = self._gpu() if self._gpu else None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _Peaks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._sample()
+            if self._stop.wait(SAMPLE_S):
+                return
+
+    def _sample(self) -> None:
+        rss = _tree_rss(self.pid)
+        if rss is not None:
+            self.host = max(self.host or 0, rss)
+        if self._gpu is not None and self._gpu_base is not None:
+            used = self._gpu()
+            if used is not None:
+                self.gpu = max(self.gpu or 0, used - self._gpu_base)
+
+
+def _tree_rss(pid: int) -> int | None:
+    """The RSS of a process and all its descendants, in bytes (None once it is gone, or where
+    psutil is missing)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def _gpu_used_reader() -> Any:
+    """A function giving the first visible GPU's memory in use, in bytes; None without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+        handle = (
+            pynvml.nvmlDeviceGetHandleByIndex(int(first))
+            if first.isdigit()
+            else pynvml.nvmlDeviceGetHandleByUUID(first)
+        )
+    except Exception:  # no NVML, no GPU, or a device it cannot name
+        return None
+
+    def used() -> int | None:
+        try:
+            return int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+        except Exception:
+            return None
+
+    return used
+
+
+def run_sampled(cmd: Sequence[str], timeout_s: float, env: dict[str, str] | None = None) -> Sampled:
+    """Run `cmd` to its end (killed at the timeout), sampling its tree's memory meanwhile."""
+    t0 = time.perf_counter()
+    with (
+        subprocess.Popen(
+            list(cmd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        ) as proc,
+        _Peaks(proc.pid) as peaks,
+    ):
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            out, err = proc.communicate()
+            code = None
+    return Sampled(code, out, err, time.perf_counter() - t0, peaks.host, peaks.gpu)
+
+
+def _last_line(text: str) -> str:
+    return (text.strip().splitlines() or ["no output"])[-1][:300]
+
+
+def _measured(got: Sampled, timeout_s: float) -> dict[str, Any]:
+    """A command's wall time and peak memory; its verdict too when it timed out."""
+    row: dict[str, Any] = {
+        "wall_s": got.wall_s,
+        "peak_host_bytes": got.peak_host_bytes,
+        "peak_gpu_bytes": got.peak_gpu_bytes,
+    }
+    if got.returncode is None:
+        row["verdict"] = f"timeout after {timeout_s:.0f} s"
+    return row
+
+
+def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
+    """kernelwright's self-check of the problem, as a user runs it."""
+    got = run_sampled(
+        [sys.executable, "-c", CLI, "check", str(problem.path), "--json", "--no-profile"],
+        timeout_s,
+    )
+    row = _measured(got, timeout_s)
+    if "verdict" in row:
+        return row
+    try:
+        report = json.loads(got.stdout)
+    except json.JSONDecodeError:
+        return {**row, "verdict": f"no JSON (exit {got.returncode}): {_last_line(got.stderr)}"}
+    timing = report.get("timing") or {}
+    return {
+        **row,
+        "verdict": report.get("verdict"),
+        "reason": str(report.get("reason", ""))[:300],
+        "speedup": timing.get("speedup"),
+        "check_s": (report.get("wall_ms") or 0) / 1e3,
+        "phase_s": {k: v / 1e3 for k, v in (report.get("phase_ms") or {}).items()},
+    }
+
+
+# Run as `python -c THEIRS SRC PROBLEM BUILD_DIR` in a process of its own: KernelBench's eval on
+# the problem against itself. Prints one JSON line last.
+THEIRS = r"""
+import importlib, json, sys, time, types
+src, problem, build = sys.argv[1:4]
+for name, attrs in (("openai", ("OpenAI",)), ("litellm", ("completion",)),
+                    ("dotenv", ("load_dotenv",)), ("tqdm", ("tqdm",)), ("requests", ())):
+    try:
+        importlib.import_module(name)
+    except ImportError:  # its generation scripts' clients and helpers: the eval calls none
+        stub = types.ModuleType(name)
+        for attr in attrs:
+            setattr(stub, attr, (lambda *a, **k: None) if attr == "load_dotenv" else
+                    (lambda it=None, *a, **k: it) if attr == "tqdm" else None)
+        sys.modules[name] = stub
+sys.path.insert(0, src)
+t0 = time.perf_counter()
+from kernelbench.eval import eval_kernel_against_ref
+imported = time.perf_counter() - t0
+ref = open(problem).read()
+custom = ref + "\n\nModelNew = Model\n"
+t1 = time.perf_counter()
+r = eval_kernel_against_ref(ref, custom, seed_num=42, num_correct_trials=5, num_perf_trials=100,
+                            measure_performance=True, build_dir=build)
+took = time.perf_counter() - t1
+print(json.dumps({"import_s": imported, "eval_s": took, "compiled": bool(r.compiled),
+                  "correctness": bool(r.correctness), "runtime_us": r.runtime,
+                  "ref_runtime_us": getattr(r, "ref_runtime", -1.0),
+                  "metadata": {k: str(v)[:200] for k, v in dict(r.metadata).items()}}))
+"""
+
+
+def their_eval(
+    clone: Clone, problem: KbProblem, timeout_s: float, build_dir: Path
+) -> dict[str, Any]:
+    """KernelBench's own harness on the problem against itself."""
+    src = clone.root / "src"
+    if not (src / "kernelbench" / "eval.py").is_file():
+        return {"verdict": f"the clone has no src/kernelbench/eval.py ({clone.described})"}
+    got = run_sampled(
+        [sys.executable, "-c", THEIRS, str(src), str(problem.path), str(build_dir)], timeout_s
+    )
+    row = _measured(got, timeout_s)
+    if "verdict" in row:
+        return row
+    try:
+        facts = json.loads(_last_line(got.stdout) if got.stdout.strip() else "")
+    except json.JSONDecodeError:
+        return {**row, "verdict": f"failed (exit {got.returncode}): {_last_line(got.stderr)}"}
+    ref, ours = facts.get("ref_runtime_us"), facts.get("runtime_us")
+    speedup = (
+        ref / ours
+        if isinstance(ref, int | float) and isinstance(ours, int | float) and ours > 0 and ref > 0
+        else None
+    )
+    verdict = "correct" if facts.get("correctness") else "incorrect"
+    return {**row, **facts, "verdict": verdict, "speedup": speedup}
+
+
+@dataclass
+class Row:
+    problem: str  # "level/id name"
+    ours: dict[str, Any] = field(default_factory=dict)
+    theirs: dict[str, Any] = field(default_factory=dict)
+
+
+def _gib(n: Any) -> str:
+    return f"{n / (1 << 30):.1f}" if isinstance(n, int | float) else "-"
+
+
+def _x(v: Any) -> str:
+    return f"{v:.3f}x" if isinstance(v, int | float) else "-"
+
+
+def _s(v: Any) -> str:
+    return f"{v:.1f}" if isinstance(v, int | float) else "-"
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The side-by-side table, and a summary against the targets."""
+    head = (
+        f"{'problem':44s} {'verdict':10s} {'self':>7s} {'wall s':>7s} {'timing':>7s} "
+        f"{'GPU GiB':>8s} {'host GiB':>8s} | {'KB verdict':10s} {'KB self':>7s} {'KB s':>6s} "
+        f"{'KB GPU':>7s} {'ours/KB':>7s}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        o, t = r.ours, r.theirs
+        ratio = (
+            o["wall_s"] / t["wall_s"]
+            if isinstance(o.get("wall_s"), float)
+            and isinstance(t.get("wall_s"), float)
+            and t["wall_s"] > 0
+            and t.get("verdict") == "correct"
+            else None
+        )
+        lines.append(
+            f"{r.problem[:44]:44s} {str(o.get('verdict', '-'))[:10]:10s} "
+            f"{_x(o.get('speedup')):>7s} "
+            f"{_s(o.get('wall_s')):>7s} {_s((o.get('phase_s') or {}).get('timing')):>7s} "
+            f"{_gib(o.get('peak_gpu_bytes')):>8s} {_gib(o.get('peak_host_bytes')):>8s} | "
+            f"{str(t.get('verdict', '-'))[:10]:10s} {_x(t.get('speedup')):>7s} "
+            f"{_s(t.get('wall_s')):>6s} {_gib(t.get('peak_gpu_bytes')):>7s} "
+            f"{(f'{ratio:.1f}' if ratio else '-'):>7s}"
+        )
+    lines += ["", summary(rows)]
+    odd = [r for r in rows if r.ours.get("verdict") not in ("correct", None)]
+    for r in odd:
+        lines.append(f"  {r.problem}: {r.ours.get('verdict')} {r.ours.get('reason', '')}".rstrip())
+    return "\n".join(lines)
+
+
+def summary(rows: Sequence[Row]) -> str:
+    done = [r for r in rows if r.ours.get("verdict") == "correct"]
+    walls = [r.ours["wall_s"] for r in done]
+    theirs = [r.theirs["wall_s"] for r in rows if r.theirs.get("verdict") == "correct"]
+    in_band = [r for r in done if abs(float(r.ours.get("speedup") or 0) - 1) <= BAND]
+    within3 = [
+        r
+        for r in done
+        if r.theirs.get("verdict") == "correct" and r.ours["wall_s"] <= 3 * r.theirs["wall_s"]
+    ]
+    parts = [
+        f"{len(done)} of {len(rows)} checked correct",
+        f"{len(in_band)} of {len(done)} read 1.00x within {BAND:.0%}",
+        f"median wall {statistics.median(walls):.1f} s (target: at most 10 s)" if walls else "",
+        f"KernelBench's harness median {statistics.median(theirs):.1f} s" if theirs else "",
+        f"{len(within3)} within 3x KernelBench's time" if theirs else "",
+    ]
+    return "; ".join(p for p in parts if p)
+
+
+def examples(timeout_s: float) -> str:
+    """The example CUDA tasks' warm and back-to-back check times (bench_foundation's table)."""
+    got = run_sampled(
+        [
+            sys.executable,
+            "-m",
+            "kernelwright.evals.bench_foundation",
+            "--repeat",
+            "2",
+            "--no-load-inline",
+        ],
+        timeout_s,
+    )
+    if got.returncode != 0:
+        why = "timed out" if got.returncode is None else f"exit {got.returncode}"
+        return f"bench_foundation {why}: {_last_line(got.stderr)}"
+    return got.stdout.rstrip()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--kb", type=Path, required=True, help="a KernelBench clone")
+    parser.add_argument("--problems", default=DEFAULT_PROBLEMS, help="LEVEL/ID,... (default: 25)")
+    parser.add_argument("--no-theirs", action="store_true", help="skip KernelBench's harness")
+    parser.add_argument("--no-examples", action="store_true", help="skip the CUDA examples")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per command")
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    ns = parser.parse_args(argv)
+    try:
+        clone = open_clone(ns.kb)
+        problems = resolve(clone, parse_problems(ns.problems))
+    except KbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"KernelBench clone: {clone.described}; {len(problems)} problems", flush=True)
+    rows: list[Row] = []
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kw-bench-kb-") as scratch:
+        for n, p in enumerate(problems, 1):
+            row = Row(f"{p.level}/{p.name.removesuffix('.py')}")
+            row.ours = our_check(p, ns.timeout)
+            if not ns.no_theirs:
+                build = Path(scratch) / f"{p.level}_{p.id}"
+                build.mkdir()
+                row.theirs = their_eval(clone, p, ns.timeout, build)
+            rows.append(row)
+            print(
+                f"[{n}/{len(problems)}] {row.problem}: ours {row.ours.get('verdict')} "
+                f"{_x(row.ours.get('speedup'))} in {_s(row.ours.get('wall_s'))} s"
+                + (
+                    f"; KernelBench {row.theirs.get('verdict')} {_x(row.theirs.get('speedup'))} "
+                    f"in {_s(row.theirs.get('wall_s'))} s"
+                    if row.theirs
+                    else ""
+                ),
+                flush=True,
+            )
+    print()
+    print(table(rows))
+    shown = ""
+    if not ns.no_examples:
+        shown = examples(ns.timeout)
+        print("\nThe example CUDA tasks (bench_foundation --repeat 2 --no-load-inline):")
+        print(shown)
+    if ns.json:
+        ns.json.write_text(
+            json.dumps(
+                {
+                    "clone": clone.described,
+                    "rows": [asdict(r) for r in rows],
+                    "summary": summary(rows),
+                    "examples": shown,
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

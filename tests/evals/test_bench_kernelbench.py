@@ -1,0 +1,142 @@
+"""bench_kernelbench without a GPU: the selection from a clone, KernelBench's own eval imported
+from a clone (a stand-in package with its real import-time dependencies missing), the memory
+sampling of a process tree, and a check that cannot run here recorded with its one line."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelwright.evals import bench_kernelbench as bench
+from kernelwright.evals.kb_problems import KbError, open_clone
+
+
+def _clone(tmp_path: Path, eval_body: str | None = None) -> Path:
+    root = tmp_path / "KernelBench-clone"
+    for level, names in {1: ["1_Square_matmul_.py", "26_GELU_.py"], 2: ["12_Gemm_Mul.py"]}.items():
+        folder = root / "KernelBench" / f"level{level}"
+        folder.mkdir(parents=True)
+        for name in names:
+            (folder / name).write_text("class Model:\n    pass\n")
+    if eval_body is not None:
+        pkg = root / "src" / "kernelbench"
+        pkg.mkdir(parents=True)
+        # as the real package does: its __init__ pulls in LLM clients this machine lacks
+        (pkg / "__init__.py").write_text(
+            "from openai import OpenAI\nfrom litellm import completion\n"
+            "from dotenv import load_dotenv\nload_dotenv()\nfrom tqdm import tqdm\n"
+        )
+        (pkg / "eval.py").write_text(textwrap.dedent(eval_body))
+    return root
+
+
+def test_problems_are_read_as_level_and_id() -> None:
+    assert bench.parse_problems("1/1, 1/26,2/12,1/1") == [(1, 1), (1, 26), (2, 12)]
+    for bad in ("1-1", "a/3", "1/", ""):
+        with pytest.raises(KbError, match="LEVEL/ID"):
+            bench.parse_problems(bad)
+    assert len(bench.parse_problems(bench.DEFAULT_PROBLEMS)) == 25
+
+
+def test_the_clone_must_hold_every_problem_asked_for(tmp_path: Path) -> None:
+    clone = open_clone(_clone(tmp_path))
+    got = bench.resolve(clone, [(1, 26), (2, 12)])
+    assert [(p.level, p.name) for p in got] == [(1, "26_GELU_.py"), (2, "12_Gemm_Mul.py")]
+    with pytest.raises(KbError, match=r"no problem 1/2, 3/1"):
+        bench.resolve(clone, [(1, 1), (1, 2), (3, 1)])
+
+
+def test_kernelbenchs_own_eval_is_imported_from_the_clone_and_its_figures_kept(
+    tmp_path: Path,
+) -> None:
+    body = """
+        import types
+        calls = []
+        def eval_kernel_against_ref(ref, custom, **kw):
+            assert "ModelNew = Model" in custom and custom.startswith(ref)
+            assert kw["measure_performance"] and kw["num_perf_trials"] == 100
+            return types.SimpleNamespace(compiled=True, correctness=True, runtime=250.0,
+                                         ref_runtime=255.0, metadata={"hardware": "stand-in"})
+    """
+    root = _clone(tmp_path, body)
+    clone = open_clone(root)
+    (problem,) = bench.resolve(clone, [(1, 26)])
+    (tmp_path / "build").mkdir()
+    got = bench.their_eval(clone, problem, 60.0, tmp_path / "build")
+    assert got["verdict"] == "correct" and got["speedup"] == pytest.approx(255.0 / 250.0)
+    assert got["metadata"] == {"hardware": "stand-in"} and got["wall_s"] > 0
+
+
+def test_kernelbenchs_failure_is_recorded_in_one_line(tmp_path: Path) -> None:
+    root = _clone(
+        tmp_path, "def eval_kernel_against_ref(*a, **k):\n    raise RuntimeError('no CUDA')\n"
+    )
+    clone = open_clone(root)
+    (problem,) = bench.resolve(clone, [(1, 1)])
+    got = bench.their_eval(clone, problem, 60.0, tmp_path)
+    assert got["verdict"].startswith("failed (exit 1): RuntimeError: no CUDA")
+    bare = open_clone(_clone(tmp_path / "bare"))
+    assert (
+        "no src/kernelbench/eval.py" in bench.their_eval(bare, problem, 60.0, tmp_path)["verdict"]
+    )
+
+
+def test_a_process_trees_peak_host_memory_is_sampled(tmp_path: Path) -> None:
+    """A child that holds 300 MB for a moment: the sampled peak sees it; a command past its
+    timeout is killed, its whole group with it."""
+    pytest.importorskip("psutil")
+    child = (
+        "import time; b = bytearray(300 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1.5)"
+    )
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    got = bench.run_sampled([sys.executable, "-c", parent], 60.0)
+    assert got.returncode == 0 and got.peak_host_bytes is not None
+    assert got.peak_host_bytes >= 300 << 20
+    slow = bench.run_sampled([sys.executable, "-c", "import time; time.sleep(30)"], 0.5)
+    assert slow.returncode is None and slow.wall_s < 10
+
+
+def test_a_check_that_cannot_run_is_a_row_with_its_reason(tmp_path: Path) -> None:
+    (problem,) = bench.resolve(open_clone(_clone(tmp_path)), [(1, 1)])
+    row = bench.Row("1/1_Square_matmul_", ours=bench.our_check(problem, 120.0))
+    assert row.ours["verdict"] != "correct" and row.ours["wall_s"] > 0
+    shown = bench.table([row])
+    assert "1/1_Square_matmul_" in shown and "0 of 1 checked correct" in shown
+
+
+def test_the_table_sets_each_problem_beside_kernelbenchs_time() -> None:
+    rows = [
+        bench.Row(
+            f"1/{i}_P",
+            ours={
+                "verdict": "correct",
+                "speedup": s,
+                "wall_s": w,
+                "phase_s": {"timing": 3.0},
+                "peak_gpu_bytes": 6 << 30,
+                "peak_host_bytes": 2 << 30,
+            },
+            theirs={"verdict": "correct", "speedup": 1.0, "wall_s": t, "peak_gpu_bytes": 7 << 30},
+        )
+        for i, (s, w, t) in enumerate([(1.004, 9.0, 4.0), (0.97, 12.0, 3.0), (1.01, 8.0, 5.0)])
+    ]
+    shown = bench.table(rows)
+    assert "1.004x" in shown and "6.0" in shown and "2.2" in shown  # 9 s against 4 s
+    assert bench.summary(rows) == (
+        "3 of 3 checked correct; 2 of 3 read 1.00x within 2%; median wall 9.0 s (target: at "
+        "most 10 s); KernelBench's harness median 4.0 s; 2 within 3x KernelBench's time"
+    )
+
+
+def test_bad_arguments_get_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.main(["--kb", str(tmp_path), "--no-examples"]) == 2
+    assert "not a KernelBench clone" in capsys.readouterr().err
+    root = _clone(tmp_path)
+    assert bench.main(["--kb", str(root), "--problems", "1/99", "--no-examples"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no problem 1/99" in err
