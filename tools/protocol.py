@@ -14,6 +14,8 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
   K -> C           -> {"type": "compiled", "result": CompileResult} + [cubin] when it built
   C -> R, W        <- job: {"role", "task", "trials": [{sizes, seed, poisons, inits}],
                       "files": {name: text}, "candidate", "backend", "limits"} (+ W's cubin)
+  W (KernelBench)  -> {"type": "build", "spec"} while it imports, for each load_inline call
+                      <- {"cmd": "built", "ok", "cached", "log"} + [library] (extbuild.py)
   W (KernelBench)  -> {"type": "compiled", "result": CompileResult}: the module imported
   R, per trial     -> {"type": "expected", "trial", "checksums", "dtypes" | "meta"+"native",
                       "reference"} + one array per output

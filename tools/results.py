@@ -163,6 +163,16 @@ class Speedups(Result):
     port_is: str = ""  # which port: "the task's port (port.cu)", "attempt 1", "itself"
 
 
+class ExtensionBuild(Result):
+    """One load_inline build a KernelBench candidate asked for (extbuild.py)."""
+
+    name: str
+    ok: bool
+    cached: bool  # answered from the cache: not built again
+    seconds: float
+    log: str = ""
+
+
 class CheckReport(Result):
     """Everything `kernelwright check` learns about one candidate."""
 
@@ -179,6 +189,7 @@ class CheckReport(Result):
     speedups: Speedups | None = None  # a C++ task's three (timing's is against one core)
     wall_ms: float = 0.0
     phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...
+    extensions: tuple[ExtensionBuild, ...] = ()  # a KernelBench candidate's load_inline builds
 
     @property
     def ok(self) -> bool:

@@ -10,8 +10,10 @@ call, a sketch of every output.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 PROBLEM, CANDIDATE = "kw_problem.py", "kw_candidate.py"
@@ -142,6 +144,7 @@ def torch_reference(w: Any) -> None:
 def torch_candidate(w: Any) -> None:
     import torch
 
+    from .extbuild import install
     from .runners import TorchRunner
     from .timing import Clock
 
@@ -149,6 +152,8 @@ def torch_candidate(w: Any) -> None:
     w.clock = Clock(w.job["device"]["l2_bytes"])  # bound before the candidate loads
     t0 = time.perf_counter()
     path = str(w.scratch / (PROBLEM if cand.get("class_name") == "Model" else CANDIDATE))
+    with contextlib.suppress(OSError):  # its load_inline builds, by the controller, kept
+        install(w, Path(path).read_text(errors="replace"))
     try:
         runner = TorchRunner(str(w.scratch / PROBLEM), path, cand.get("class_name", "ModelNew"))
         runner.build(0, {})

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from . import cpp_check, fit, judge, nvml, plan, schedule, verdicts
+from . import cpp_check, extbuild, fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .compile import compile_reply
 from .errors import NoGpuError
@@ -128,6 +128,8 @@ class Verifier:
             {"kernelbench": self.processes},
         )
         self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
+        # KernelBench candidates' load_inline builds, beside the cubins (extbuild.py)
+        self.extensions = extbuild.ExtensionCache(self.builds.root / "extensions")
         self._own_cpp = o.reference_cache_dir is None
         self.cpp_cache = Path(o.reference_cache_dir or tempfile.mkdtemp(prefix="kw-cpp-"))
 
@@ -200,13 +202,18 @@ class Verifier:
             phases[name] = phases.get(name, 0.0) + (now - mark[0]) * 1e3
             mark[0] = now
 
+        ext = extbuild.Builds(self.extensions, self._arch, self.options.python_compile_timeout_s)
+
         def report(verdict: str, reason: str, **extra: Any) -> CheckReport:
             lap("report")
+            if (note := ext.note()) and verdict != "compile_error":
+                reason = f"{reason} ({note}: what was checked is what the candidate did without it)"
             return CheckReport.model_validate(
                 {
                     **base,
                     "verdict": verdict,
                     "reason": cap(reason),
+                    "extensions": [vars(b) for b in ext.done],
                     "wall_ms": (time.perf_counter() - t0) * 1e3,
                     "phase_ms": phases,
                     **extra,
@@ -318,12 +325,7 @@ class Verifier:
                 )
                 if entry is None:
                     self.progress("importing the candidate")
-                    header, _ = cand_box.receive(
-                        self.options.python_compile_timeout_s,
-                        "importing the candidate",
-                        Expect(sizes=()),
-                    )
-                    compiled = compile_reply(header, "python", "")
+                    compiled = self._import_reply(cand_box, "importing the candidate", ext)
                     lap("compile")
                     if not compiled.ok:
                         return report(
@@ -355,7 +357,7 @@ class Verifier:
                 stage = "reference"
                 more = self._ready(more, at_bench[0] if at_bench else {})
                 stage = "candidate"
-                self._imported(more)
+                self._imported(more, ext)
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
                 budget = self._budget(task)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
@@ -475,17 +477,22 @@ class Verifier:
             )
         return ready
 
-    def _imported(self, more: list[tuple[Sandbox, Sandbox]]) -> None:
+    def _import_reply(self, box: Sandbox, phase: str, ext: extbuild.Builds) -> CompileResult:
+        """A KernelBench candidate's import, as its worker reports it; the load_inline builds
+        it asks for meanwhile are answered (extbuild.py)."""
+        while True:
+            header, _ = box.receive(self.options.python_compile_timeout_s, phase, Expect(sizes=()))
+            if header.get("type") != "build":
+                return compile_reply(header, "python", "")
+            self.progress(f"{phase}: building its extension")
+            ext.answer(box, header)
+
+    def _imported(self, more: list[tuple[Sandbox, Sandbox]], ext: extbuild.Builds) -> None:
         """The further candidate workers started, each with the candidate imported. One that
         imported in its first worker and not in another crashed."""
         for n, (_, cand) in enumerate(more, start=2):
             cand.receive(self.options.start_timeout_s, f"starting worker {n}", Expect(sizes=()))
-            header, _ = cand.receive(
-                self.options.python_compile_timeout_s,
-                f"importing the candidate in worker {n}",
-                Expect(sizes=()),
-            )
-            compiled = compile_reply(header, "python", "")
+            compiled = self._import_reply(cand, f"importing the candidate in worker {n}", ext)
             if not compiled.ok:
                 raise WorkerFailure(
                     "crashed",

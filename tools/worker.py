@@ -190,7 +190,8 @@ def main() -> None:
     args = sys.argv
     once = len(args) >= 3 and args[1] == "--job"  # under ncu or compute-sanitizer: no channel
     compile_only = "--compile-only" in args
-    if not (once or compile_only):  # the workers that time
+    build_only = "--build-extension" in args  # extbuild.py: torch builds one extension
+    if not (once or compile_only or build_only):  # the workers that time
         steady_layout()
     if "--cpus" in args:
         with contextlib.suppress(OSError, ValueError):
@@ -211,6 +212,12 @@ def main() -> None:
     try:
         if compile_only:
             _compile_worker(proto_out, FrameReader(proto_in), confined)
+            write_message(proto_out, {"type": "done"})
+            return
+        if build_only:
+            from .extbuild import build_worker
+
+            build_worker(FrameReader(proto_in), proto_out)
             write_message(proto_out, {"type": "done"})
             return
         _seed_cache(args)

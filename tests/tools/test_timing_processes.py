@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernelwright.tools import fit
+from kernelwright.tools import extbuild, fit
 from kernelwright.tools import pool as pool_module
 from kernelwright.tools.sandbox import Crew, WorkerFailure
 from kernelwright.tools.verify import OwnReference, Verifier, VerifyOptions
@@ -72,6 +72,10 @@ def _verifier(
     return verifier
 
 
+def _ext(verifier: Verifier) -> extbuild.Builds:
+    return extbuild.Builds(verifier.extensions, lambda: "sm_90", 60.0)
+
+
 def test_each_side_gets_further_processes_that_only_time(monkeypatch: pytest.MonkeyPatch) -> None:
     log: list[str] = []
     verifier = _verifier(monkeypatch, log, timing_processes=3)
@@ -90,7 +94,7 @@ def test_each_side_gets_further_processes_that_only_time(monkeypatch: pytest.Mon
         # room for both further pairs: 2 GiB free, each pair about 2 x 100 MiB
         kept = verifier._ready(more, {"gpu_peak_bytes": 100 << 20, "gpu_free_bytes": 2 << 30})
         assert kept == more and not any(b.killed for p in more for b in p)
-        verifier._imported(kept)
+        verifier._imported(kept, _ext(verifier))
         assert all(c.replies == 2 for _, c in kept)
     verifier.close()
     assert sum(e.startswith("closed") for e in log) == 4  # the check's end stops every one
@@ -147,7 +151,7 @@ def test_a_candidate_that_imports_once_and_not_again_crashed(
     with Crew() as crew:
         more = verifier._more_workers(task, crew, OwnReference(verifier, task, None), {}, {}, 1)
         with pytest.raises(WorkerFailure, match="not in worker 3: ImportError") as caught:
-            verifier._imported(more)
+            verifier._imported(more, _ext(verifier))
         assert caught.value.verdict == "crashed"
     verifier.close()
 
@@ -195,3 +199,40 @@ def test_a_checks_workers_are_all_signalled_before_any_is_waited_for() -> None:
         "closed reference",
     ]
     assert crew.boxes == []
+
+
+def test_further_workers_asking_for_an_extension_while_they_import_get_the_kept_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each further candidate worker imports the candidate too: its load_inline's request is
+    answered between its start and its import's reply, from what the first request built."""
+    built: list[dict[str, Any]] = []
+
+    def build(spec: dict[str, Any], arch: str, timeout_s: float) -> tuple[bool, str, bytes]:
+        built.append(spec)
+        return True, "", b"library"
+
+    monkeypatch.setattr(extbuild, "build_in_sandbox", build)
+    monkeypatch.setattr(extbuild, "machine_identity", lambda arch: {"arch": arch})
+
+    class Asks(Box):
+        asked = False
+
+        def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
+            if self.replies == 1 and not self.asked and self.label.startswith("candidate"):
+                self.asked = True
+                return {"type": "build", "spec": {"name": "ext", "cpp_sources": ["int f();"]}}, []
+            return super().receive(timeout_s, phase, expect)
+
+    log: list[str] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=3)
+    monkeypatch.setattr(verifier.pool, "take", lambda kind, label: Asks(kind, label, log))
+    task: Any = Task()
+    with Crew() as crew:
+        more = verifier._more_workers(task, crew, OwnReference(verifier, task, None), {}, {}, 1)
+        ext = _ext(verifier)
+        verifier._imported(more, ext)
+        for _, cand in more:
+            assert cand.replies == 2 and cand.jobs[-1]["cmd"] == "built" and cand.jobs[-1]["ok"]
+    assert len(built) == 1 and [b.cached for b in ext.done] == [False, True]
+    verifier.close()
