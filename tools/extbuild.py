@@ -260,8 +260,10 @@ class Builds:
         if not failed:
             return ""
         first = failed[0]
-        line = next((ln for ln in first.log.splitlines() if "error" in ln.lower()), "")
-        line = line or (first.log.splitlines() or ["no log"])[0]
+        lines = first.log.splitlines()
+        line = next((ln for ln in lines if "error:" in ln.lower()), "")  # a compiler's diagnostic
+        line = line or next((ln for ln in lines if "error" in ln.lower()), "")
+        line = line or (lines or ["no log"])[0]
         return f"its load_inline build {first.name!r} failed ({line.strip()[:200]})"
 
 
