@@ -2,7 +2,8 @@
 harness on the same problem, in one run (a benchmark that prints figures, not a timed test):
 
     python -m kernelwright.evals.bench_kernelbench --kb PATH_TO_A_KERNELBENCH_CLONE
-        [--problems 1/1,1/26,2/12] [--no-theirs] [--no-examples] [--timeout 900] [--json FILE]
+        [--problems 1/1,1/26,2/12] [--no-theirs] [--no-builds] [--no-examples]
+        [--timeout 900] [--json FILE]
 
 Per problem (by default the 25 of DEFAULT_PROBLEMS, levels 1 and 2, read from the user's clone;
 nothing of KernelBench is vendored):
@@ -15,8 +16,9 @@ nothing of KernelBench is vendored):
     `eval_kernel_against_ref` imported from the clone's src/, the problem's Model as ModelNew,
     5 correctness trials and 100 timed ones (as its scripts/eval_from_generations.py runs it),
     its wall time and the speedup it reports; the same memory sampling.
-Then the example CUDA tasks' warm and back-to-back check times (bench_foundation), unless
---no-examples.
+Then a load_inline candidate (the suite's honest control) checked twice with a fresh cache: the
+second check must not build (--no-builds skips it); and the example CUDA tasks' warm and
+back-to-back check times (bench_foundation), unless --no-examples.
 
 The clone's package imports the LLM clients of its generation scripts (openai, litellm) and a
 few helpers at import; where those are not installed, the process that runs KernelBench's eval
@@ -373,6 +375,60 @@ def summary(rows: Sequence[Row]) -> str:
     return "; ".join(p for p in parts if p)
 
 
+HERE = Path(__file__).resolve().parent
+BUILD_TASK = HERE.parent / "examples" / "kernelbench" / "relu_mlp.py"
+BUILD_CANDIDATE = HERE / "adversarial" / "cases" / "controls" / "kb_load_inline.py"
+
+
+def load_inline_twice(timeout_s: float) -> list[dict[str, Any]]:
+    """The same load_inline candidate checked twice with a fresh cache: the first check builds
+    its extension, the second must not (issue 13's target: under 1 s building)."""
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kw-bench-builds-") as cache:
+        env = {**os.environ, "KERNELWRIGHT_CACHE_DIR": cache}
+        for _ in range(2):
+            got = run_sampled(
+                [sys.executable, "-c", CLI, "check", str(BUILD_TASK), str(BUILD_CANDIDATE),
+                 "--json", "--no-profile"],
+                timeout_s,
+                env,
+            )  # fmt: skip
+            row = _measured(got, timeout_s)
+            if "verdict" not in row:
+                try:
+                    report = json.loads(got.stdout)
+                except json.JSONDecodeError:
+                    row["verdict"] = f"no JSON (exit {got.returncode}): {_last_line(got.stderr)}"
+                else:
+                    row.update(
+                        verdict=report.get("verdict"),
+                        compile_s=(report.get("phase_ms") or {}).get("compile", 0) / 1e3,
+                        extensions=report.get("extensions") or [],
+                    )
+            rows.append(row)
+    return rows
+
+
+def builds_line(rows: Sequence[dict[str, Any]]) -> str:
+    """The two checks of the load_inline candidate, in one line each."""
+    out = []
+    for which, row in zip(("first", "second"), rows, strict=False):
+        exts = row.get("extensions") or []
+        built = ", ".join(
+            f"{e.get('name')} {'cached' if e.get('cached') else 'built'} in "
+            f"{e.get('seconds', 0):.2f} s"
+            for e in exts
+        )
+        out.append(
+            f"load_inline, {which} check: {row.get('verdict')}, whole command "
+            f"{_s(row.get('wall_s'))} s, import {_s(row.get('compile_s'))} s"
+            + (f"; {built}" if built else "; no build reported")
+        )
+    return "\n".join(out)
+
+
 def examples(timeout_s: float) -> str:
     """The example CUDA tasks' warm and back-to-back check times (bench_foundation's table)."""
     got = run_sampled(
@@ -398,6 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--problems", default=DEFAULT_PROBLEMS, help="LEVEL/ID,... (default: 25)")
     parser.add_argument("--no-theirs", action="store_true", help="skip KernelBench's harness")
     parser.add_argument("--no-examples", action="store_true", help="skip the CUDA examples")
+    parser.add_argument(
+        "--no-builds", action="store_true", help="skip the load_inline candidate checked twice"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per command")
     parser.add_argument("--json", type=Path, help="write every figure here")
     ns = parser.parse_args(argv)
@@ -433,6 +492,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     print()
     print(table(rows))
+    builds: list[dict[str, Any]] = []
+    if not ns.no_builds:
+        builds = load_inline_twice(ns.timeout)
+        print("\nA load_inline candidate checked twice, the cache fresh before the first:")
+        print(builds_line(builds))
     shown = ""
     if not ns.no_examples:
         shown = examples(ns.timeout)
@@ -445,6 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "clone": clone.described,
                     "rows": [asdict(r) for r in rows],
                     "summary": summary(rows),
+                    "load_inline_twice": builds,
                     "examples": shown,
                 },
                 indent=2,

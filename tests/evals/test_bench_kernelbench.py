@@ -134,9 +134,35 @@ def test_the_table_sets_each_problem_beside_kernelbenchs_time() -> None:
 def test_bad_arguments_get_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert bench.main(["--kb", str(tmp_path), "--no-examples"]) == 2
+    assert bench.main(["--kb", str(tmp_path), "--no-examples", "--no-builds"]) == 2
     assert "not a KernelBench clone" in capsys.readouterr().err
     root = _clone(tmp_path)
     assert bench.main(["--kb", str(root), "--problems", "1/99", "--no-examples"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no problem 1/99" in err
+
+
+def test_the_load_inline_candidate_is_checked_twice_with_a_fresh_cache() -> None:
+    """The files it checks exist where the package is; here, without a GPU, both checks end
+    with kernelwright's one line, and each is shown."""
+    assert bench.BUILD_TASK.is_file() and bench.BUILD_CANDIDATE.is_file()
+    rows = bench.load_inline_twice(120.0)
+    assert len(rows) == 2 and all(str(r["verdict"]).startswith("no JSON") for r in rows)
+    shown = bench.builds_line(rows).splitlines()
+    assert shown[0].startswith("load_inline, first check: no JSON")
+    assert shown[1].startswith("load_inline, second check:") and "no build reported" in shown[1]
+
+
+def test_the_two_checks_read_as_built_then_kept() -> None:
+    rows = [
+        {"verdict": "correct", "wall_s": 70.2, "compile_s": 55.0,
+         "extensions": [{"name": "kw_relu_mlp_ext", "cached": False, "seconds": 52.1}]},
+        {"verdict": "correct", "wall_s": 14.0, "compile_s": 2.1,
+         "extensions": [{"name": "kw_relu_mlp_ext", "cached": True, "seconds": 0.04}]},
+    ]  # fmt: skip
+    assert bench.builds_line(rows).splitlines() == [
+        "load_inline, first check: correct, whole command 70.2 s, import 55.0 s; "
+        "kw_relu_mlp_ext built in 52.10 s",
+        "load_inline, second check: correct, whole command 14.0 s, import 2.1 s; "
+        "kw_relu_mlp_ext cached in 0.04 s",
+    ]
