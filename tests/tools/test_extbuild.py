@@ -258,3 +258,63 @@ def test_without_a_channel_the_candidate_builds_as_before(monkeypatch: pytest.Mo
     channel = types.SimpleNamespace(reader=object())
     extbuild.install(channel, "import cupy  # no extension built")  # torch's not even imported
     assert ce.load_inline is _torch_load_inline
+
+
+_FAKE_CPP_EXTENSION = """
+import os
+
+def _import_module_from_library(module_name, path, is_python_module):
+    raise AssertionError("the build worker imported what it built")
+
+def load_inline(name, cpp_sources, cuda_sources=None, functions=None, build_directory=None,
+                verbose=False, with_cuda=None):
+    text = "".join(cpp_sources)
+    if "FAIL" in text:
+        raise RuntimeError(f"Error building extension '{name}': main.cpp(1): error: FAIL here")
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    with open(os.path.join(build_directory, name + ".so"), "wb") as f:
+        f.write(f"built for {arch} in {os.getcwd() != '/'}: {text}".encode())
+    return _import_module_from_library(name, build_directory, True)  # as torch's ends
+"""
+
+
+def _torch_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in torch package on the path the workers get (their view shows sys.path)."""
+    site = tmp_path / "site"
+    (site / "torch" / "utils").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "utils" / "__init__.py").write_text("")
+    (site / "torch" / "utils" / "cpp_extension.py").write_text(_FAKE_CPP_EXTENSION)
+    monkeypatch.syspath_prepend(str(site))
+
+
+def test_the_build_worker_builds_in_a_process_of_its_own_and_sends_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real build worker (`worker --build-extension`, confined), with a stand-in torch
+    whose load_inline writes NAME.so: the library comes back over the channel, its import is
+    never run there, and a failed build comes back as its log."""
+    _torch_site(tmp_path, monkeypatch)
+    spec = {"name": "relu_ext", "cpp_sources": ["int f();"], "with_cuda": False}
+    ok, log, data = extbuild.build_in_sandbox(spec, "sm_90", 120.0)
+    assert (ok, log) == (True, "") and data == b"built for 9.0 in True: int f();"
+    ok, log, data = extbuild.build_in_sandbox({**spec, "cpp_sources": ["FAIL"]}, "sm_90", 120.0)
+    assert not ok and data is None and "main.cpp(1): error: FAIL here" in log
+
+
+def test_the_controller_keeps_what_the_build_worker_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _torch_site(tmp_path, monkeypatch)
+    monkeypatch.setattr(extbuild, "machine_identity", lambda arch: {"arch": arch})
+    cache = extbuild.ExtensionCache(tmp_path / "builds" / "extensions")
+    spec = {"name": "relu_ext", "cpp_sources": ["int f();"], "with_cuda": False}
+    for check in range(2):
+        ext = extbuild.Builds(cache, lambda: "sm_90", 120.0)
+        box = _Box()
+        ext.answer(box, {"type": "build", "spec": spec})
+        ((header, arrays),) = box.sent
+        assert header["ok"] and header["cached"] == (check == 1)
+        assert arrays == [b"built for 9.0 in True: int f();"]
+    (entry,) = cache.root.iterdir()
+    assert (entry / "relu_ext.so").read_bytes() == arrays[0]
