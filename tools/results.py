@@ -190,6 +190,9 @@ class CheckReport(Result):
     wall_ms: float = 0.0
     phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...
     extensions: tuple[ExtensionBuild, ...] = ()  # a KernelBench candidate's load_inline builds
+    # host memory at its peak: the controller's process so far, and each worker's process tree
+    # by its label, sampled every 50 ms at most while the controller waited on it
+    peak_host_bytes: dict[str, int] = {}
 
     @property
     def ok(self) -> bool:

@@ -122,6 +122,7 @@ class Sandbox:
         self.cupy_cache = cupy_cache
         self.channel = channel  # False: no result channel; the job comes as a file (profiling)
         self.host_memory_bytes = host_memory_bytes
+        self.peak_host_bytes = 0  # the most its tree held, as the watchdog sampled it
         self.command = command or [
             sys.executable,
             "-m",
@@ -394,7 +395,9 @@ class Sandbox:
         return total
 
     def _watch(self) -> None:
-        if self._rss_bytes() > self.host_memory_bytes:
+        rss = self._rss_bytes()
+        self.peak_host_bytes = max(self.peak_host_bytes, rss)
+        if rss > self.host_memory_bytes:
             self.kill()
             raise WorkerFailure(
                 "crashed",
@@ -456,6 +459,7 @@ class Crew:
 
     def __init__(self) -> None:
         self.boxes: list[Sandbox] = []
+        self.joined: list[Sandbox] = []  # every worker the check had, stopped or not
 
     def __enter__(self) -> Crew:
         return self
@@ -464,7 +468,13 @@ class Crew:
         """`box`, started (if it is not a spare already running) and stopped with the rest."""
         box.__enter__()
         self.boxes.append(box)
+        self.joined.append(box)
         return box
+
+    def peaks(self) -> dict[str, int]:
+        """Each worker's peak host memory (its whole process tree), by its label, as sampled
+        while the controller waited on it (every 50 ms at most)."""
+        return {box.label: box.peak_host_bytes for box in self.joined if box.peak_host_bytes}
 
     def __exit__(self, *exc: object) -> None:
         for box in self.boxes:

@@ -106,6 +106,13 @@ class OwnReference:
 _REFERENCES: dict[str, Callable[[Any, Any, Any], Any]] = {"cpp": cpp_check.CppReference}
 
 
+def controller_peak_bytes() -> int:
+    """This process's peak resident memory so far (Linux counts it in KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _describe(sizes: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "as given"
 
@@ -203,6 +210,7 @@ class Verifier:
             mark[0] = now
 
         ext = extbuild.Builds(self.extensions, self._arch, self.options.python_compile_timeout_s)
+        crew = Crew()
 
         def report(verdict: str, reason: str, **extra: Any) -> CheckReport:
             lap("report")
@@ -214,6 +222,7 @@ class Verifier:
                     "verdict": verdict,
                     "reason": cap(reason),
                     "extensions": [vars(b) for b in ext.done],
+                    "peak_host_bytes": {"controller": controller_peak_bytes(), **crew.peaks()},
                     "wall_ms": (time.perf_counter() - t0) * 1e3,
                     "phase_ms": phases,
                     **extra,
@@ -236,7 +245,7 @@ class Verifier:
         try:
             with contextlib.ExitStack() as stack:
                 stack.callback(side.close)
-                crew = stack.enter_context(Crew())
+                stack.enter_context(crew)
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = crew.join(self.pool.take(ref_kind, "reference"))
                 job = self._job(side.worker_task, "reference", [*trials, post], None, files, poison)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.tools.sandbox import Sandbox, WorkerFailure, scrubbed_env
+from kernelwright.tools.sandbox import Crew, Sandbox, WorkerFailure, scrubbed_env
 
 PRELUDE = """\
 import os, subprocess, sys, time
@@ -112,6 +112,26 @@ def test_host_memory_watchdog(payload: Payload) -> None:
             box.receive(30, "running")
         assert time.monotonic() - start < 10
         assert info.value.verdict == "crashed" and "host memory" in info.value.reason
+        assert box.peak_host_bytes > 200 << 20  # what it held when it was stopped
+
+
+def test_a_workers_peak_host_memory_is_kept_for_the_report(payload: Payload) -> None:
+    """A worker that holds 150 MB for a moment, then lets it go and answers: its peak stays,
+    and the check's crew reports it by the worker's label (CheckReport.peak_host_bytes)."""
+    cmd = payload("""
+        hog = bytearray(150 << 20)
+        hog[::4096] = b'x' * len(hog[::4096])
+        time.sleep(1.5)
+        del hog
+        write_message(1, {"type": "done"})
+        time.sleep(1000)
+    """)
+    with Crew() as crew:
+        box = crew.join(Sandbox("candidate", command=cmd))
+        box.send({})
+        header, _ = box.receive(30, "running")
+        assert header["type"] == "done"
+    assert crew.peaks()["candidate"] >= 150 << 20
 
 
 def test_whole_process_group_is_killed(payload: Payload) -> None:
