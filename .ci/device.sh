@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The GPU tier on a lent GPU machine (../shared/device/README.md), in parts that each fit one
+# 10-minute call. Build the wheels here first (bash ../shared/device/wheelhouse.sh, then
+# `pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl pexpect ptyprocess`
+# for the chat tests; the doors' GPU test also needs cryptography, about 4 MB more), carry
+# ".whl" (the call carries 64 MiB in all), and run on the machine:
+#   bash .ci/device.sh tests [FILES]    # tests/gpu (or these files), but the suite's own test
+#   bash .ci/device.sh suite kb-a       # the suite's KernelBench cases kb_a* to kb_l*
+#   bash .ci/device.sh suite kb-b       # kb_m* to kb_z*
+#   bash .ci/device.sh suite rest       # every other case
+# Logs, one JSON line a case, go under $OUT (or ./device-out). Wheels are installed with
+# their bytecode compiled, as a user's pip install has them: timings are then fair.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-} ${2:-}" in
+  tests*|"suite kb-a"|"suite kb-b"|"suite rest") ;;
+  *) echo "usage: bash .ci/device.sh tests [FILES] | suite kb-a|kb-b|rest" >&2; exit 2 ;;
+esac
+out=${OUT:-device-out}; mkdir -p "$out"
+site=$(mktemp -d)
+python3 -m pip install -q --no-index --no-deps --target "$site" .whl/*.whl || exit 1
+export PYTHONPATH="$site"
+python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
+python3 -m compileall -q -j 8 "$site" agent tools memory evals prompts >/dev/null 2>&1
+export PATH="$HOME/.local/bin:$PATH"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+case "${1:-}" in
+  tests)
+    shift
+    python3 -m pytest -q -m gpu "${@:-tests/gpu}" --ignore tests/gpu/test_adversarial_gpu.py \
+      -p no:cacheprovider 2>&1 | tee "$out/tests.log" | tail -15 ;;
+  suite)
+    case "${2:-}" in
+      kb-a) only='*/kb_[a-l]*' ;;
+      kb-b) only='*/kb_[m-z]*' ;;
+      rest) only='*/[!k]*' ;;
+    esac
+    kernelwright eval adversarial --only "$only" --log "$out/cases-$2.jsonl" > "$out/table-$2.txt" 2>&1
+    code=$?
+    python3 - "$out/cases-$2.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+bad = [r for r in rows if not r["ok"]]
+print(f"{len(rows) - len(bad)} of {len(rows)} as expected, {sum(r['wall_s'] for r in rows):.0f} s")
+for r in rows:
+    if r["family"] == "controls" or not r["ok"]:
+        sp = r["speedup"]
+        print(f"  {'ok ' if r['ok'] else 'BAD'} {r['case']:45s} {r['got']:11s} "
+              f"{'-' if sp is None else f'{sp:.3f}x'} {r['problem'][:120]}")
+PY
+    exit $code ;;
+esac
