@@ -219,19 +219,29 @@ def _measured(got: Sampled, timeout_s: float) -> dict[str, Any]:
     return row
 
 
-def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
-    """kernelwright's self-check of the problem, as a user runs it."""
+def kw_check(
+    args: Sequence[str], timeout_s: float, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """`kernelwright check ARGS --json --no-profile` as a user runs it, its memory sampled: the
+    row so far (wall time, peaks; its verdict where it gave no report) and its report."""
     got = run_sampled(
-        [sys.executable, "-c", CLI, "check", str(problem.path), "--json", "--no-profile"],
-        timeout_s,
+        [sys.executable, "-c", CLI, "check", *args, "--json", "--no-profile"], timeout_s, env
     )
     row = _measured(got, timeout_s)
     if "verdict" in row:
-        return row
+        return row, None
     try:
-        report = json.loads(got.stdout)
+        return row, json.loads(got.stdout)
     except json.JSONDecodeError:
-        return {**row, "verdict": f"no JSON (exit {got.returncode}): {_last_line(got.stderr)}"}
+        row["verdict"] = f"no JSON (exit {got.returncode}): {_last_line(got.stderr)}"
+        return row, None
+
+
+def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
+    """kernelwright's self-check of the problem, as a user runs it."""
+    row, report = kw_check([str(problem.path)], timeout_s)
+    if report is None:
+        return row
     timing = report.get("timing") or {}
     return {
         **row,
@@ -389,24 +399,13 @@ def load_inline_twice(timeout_s: float) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="kw-bench-builds-") as cache:
         env = {**os.environ, "KERNELWRIGHT_CACHE_DIR": cache}
         for _ in range(2):
-            got = run_sampled(
-                [sys.executable, "-c", CLI, "check", str(BUILD_TASK), str(BUILD_CANDIDATE),
-                 "--json", "--no-profile"],
-                timeout_s,
-                env,
-            )  # fmt: skip
-            row = _measured(got, timeout_s)
-            if "verdict" not in row:
-                try:
-                    report = json.loads(got.stdout)
-                except json.JSONDecodeError:
-                    row["verdict"] = f"no JSON (exit {got.returncode}): {_last_line(got.stderr)}"
-                else:
-                    row.update(
-                        verdict=report.get("verdict"),
-                        compile_s=(report.get("phase_ms") or {}).get("compile", 0) / 1e3,
-                        extensions=report.get("extensions") or [],
-                    )
+            row, report = kw_check([str(BUILD_TASK), str(BUILD_CANDIDATE)], timeout_s, env)
+            if report is not None:
+                row.update(
+                    verdict=report.get("verdict"),
+                    compile_s=(report.get("phase_ms") or {}).get("compile", 0) / 1e3,
+                    extensions=report.get("extensions") or [],
+                )
             rows.append(row)
     return rows
 

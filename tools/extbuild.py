@@ -53,6 +53,28 @@ CACHE_BYTES = 4 << 30  # the cache keeps its newest entries within this
 MAX_BUILDS = 8  # build requests one check answers; more are refused
 
 
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _kind_problem(key: str, value: Any) -> str:
+    """Why a spec's value is not of a kind load_inline takes here ("" when it is)."""
+    if key == "name":
+        return "" if isinstance(value, str) else "name must be a string"
+    if key in _TEXTS or key in _LISTS:
+        return "" if value is None or _strings(value) else f"{key} must be a list of strings"
+    if key == "functions":
+        named = isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        )
+        return (
+            "" if value is None or _strings(value) or named else "functions must name C++ functions"
+        )
+    if key in _FLAGS:
+        return "" if value is None or isinstance(value, bool) else f"{key} must be true or false"
+    return f"load_inline argument {key[:40]!r} is not one this build knows"
+
+
 def spec_of(real: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """A `load_inline` call's arguments as plain data (worker side), or None when the call has
     anything else: then the real load_inline builds it, as before."""
@@ -61,40 +83,20 @@ def spec_of(real: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[st
     except TypeError:
         return None
     bound.apply_defaults()
+    known = {"name", "functions", *_TEXTS, *_LISTS, *_FLAGS}
     spec: dict[str, Any] = {}
     for key, value in bound.arguments.items():
         if key in _IGNORED:
             continue
-        if key == "name" and isinstance(value, str):
-            spec[key] = value
-        elif key in _TEXTS and (value is None or isinstance(value, str)):
-            spec[key] = [value] if isinstance(value, str) else value
-        elif (
-            key in _TEXTS
-            and isinstance(value, list | tuple)
-            and all(isinstance(v, str) for v in value)
-        ):
-            spec[key] = list(value)
-        elif key == "functions" and (value is None or isinstance(value, str)):
-            spec[key] = [value] if isinstance(value, str) else value
-        elif key == "functions" and isinstance(value, list | tuple):
-            if not all(isinstance(v, str) for v in value):
-                return None
-            spec[key] = list(value)
-        elif key == "functions" and isinstance(value, dict):
-            if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-                return None
-            spec[key] = dict(value)
-        elif key in _LISTS and (value is None or isinstance(value, list | tuple)):
-            if value is not None and not all(isinstance(v, str) for v in value):
-                return None
-            spec[key] = list(value) if value is not None else None
-        elif key in _FLAGS and (value is None or isinstance(value, bool)):
-            spec[key] = value
-        elif value is None or value is False:  # an argument this code does not know, unused
-            continue
-        else:
+        if key in (*_TEXTS, "functions") and isinstance(value, str):
+            value = [value]  # torch takes one string for a list of one
+        elif isinstance(value, tuple):
+            value = list(value)
+        if _kind_problem(key, value):
+            if key not in known and (value is None or value is False):
+                continue  # an argument this code does not know, unused
             return None
+        spec[key] = value
     return spec if "name" in spec else None
 
 
@@ -106,38 +108,20 @@ def problem(spec: Any) -> str:
     name = spec.get("name")
     if not isinstance(name, str) or not NAME.match(name):
         return f"extension name {str(name)[:60]!r} is not a Python identifier"
-    size = 0
     for key, value in spec.items():
-        if key == "name":
-            continue
-        if key in _TEXTS or key in _LISTS:
-            if value is not None and not (
-                isinstance(value, list) and all(isinstance(v, str) for v in value)
-            ):
-                return f"{key} must be a list of strings"
-            size += sum(len(v) for v in value or [])
-            if key in _LISTS:
-                bad = next((v for v in value or [] if not v or _UNSAFE.search(v)), None)
-                if bad is not None:
-                    return f"{key} holds {bad[:60]!r}, which no compiler option needs"
-        elif key == "functions":
-            ok = value is None or (
-                isinstance(value, list) and all(isinstance(v, str) and NAME.match(v) for v in value)
-            ) or (
-                isinstance(value, dict)
-                and all(isinstance(k, str) and NAME.match(k) and isinstance(v, str)
-                        for k, v in value.items())
-            )  # fmt: skip
-            if not ok:
-                return "functions must name C++ functions"
-            size += len(json.dumps(value))
-        elif key in _FLAGS:
-            if value is not None and not isinstance(value, bool):
-                return f"{key} must be true or false"
-        else:
-            return f"load_inline argument {key[:40]!r} is not one this build knows"
+        if why := _kind_problem(key, value):
+            return why
+    functions = spec.get("functions")
+    if not all(NAME.match(f) for f in functions or []):  # a list, or a dict's keys
+        return "functions must name C++ functions"
+    for key in _LISTS:
+        bad = next((v for v in spec.get(key) or [] if not v or _UNSAFE.search(v)), None)
+        if bad is not None:
+            return f"{key} holds {bad[:60]!r}, which no compiler option needs"
     if not spec.get("cpp_sources") and not spec.get("cuda_sources"):
         return "no sources"
+    size = sum(len(v) for key in (*_TEXTS, *_LISTS) for v in spec.get(key) or [])
+    size += len(json.dumps(functions))
     if size > SOURCE_BYTES:
         return f"sources of {size:,} bytes (at most {SOURCE_BYTES:,})"
     return ""
