@@ -6,6 +6,10 @@ elsewhere: the task's check sizes; a small size it never shows; large, awkward s
 sides of the bench size (odd multiples of what the task requires, one past a warp or a tile,
 up to the bench size and a little beyond); and, where a task declares that its op is defined
 more widely than its usual inputs (`check` on an argument), inputs drawn from those too.
+
+Sizes other than the timed one are tried after the timing as well (`after_timing`), in every
+process that timed: code can be right through the trials and change once they are over (a call
+count, or the first size a process sees), and only the timed size would see it again.
 """
 
 from __future__ import annotations
@@ -150,6 +154,31 @@ def plan_trials(task: Task, rng: random.Random, min_trials: int = 5) -> tuple[li
     while len(trials) < min_trials:
         trials.append(Trial(rng.choice(shapes), _seed(), poisons(rng, 2)))
     return trials, Trial(bench, _seed(), poisons(rng, 1))
+
+
+def after_timing(task: Task, rng: random.Random) -> list[Trial]:
+    """Trials at sizes other than the timed one, drawn afresh, that run after the timing in
+    every process that timed (the first and any further ones): the code that was timed, seen
+    again away from the size it was timed at. A KernelBench problem with a batch_size global:
+    one batch below and one above the problem's, neither shown before; one without has one
+    shape only. A kernel: a fresh held-out size. One run each, outputs read on the host."""
+    if task.kind == "kernelbench":
+        batch = cast(KernelBenchTask, task).size_globals.get("batch_size")
+        if not batch or batch < 2:
+            return []
+        below = rng.randint(max(1, batch // 2), batch - 1)
+        above = batch + rng.randint(1, max(1, batch // 8))
+        return [
+            Trial({"batch_size": b}, _seed(), poisons(rng, 1), held_out=True)
+            for b in (below, above)
+        ]
+    kernel = cast(CudaTask, task)
+    sizes = held_out_sizes(kernel, rng)
+    for _ in range(8):  # one that is the bench size would be no other size
+        if sizes != dict(kernel.bench):
+            break
+        sizes = held_out_sizes(kernel, rng)
+    return [Trial(sizes, _seed(), poisons(rng, 1), held_out=True)]
 
 
 DEVICE_BYTES = 16 << 20  # outputs at least this large are compared where they are, on the GPU

@@ -39,6 +39,7 @@ class TrialResult(Result):
     sizes: dict[str, int]
     held_out: bool = False
     phase: Literal["check", "post-timing"] = "check"
+    process: int = 1  # which of the candidate's timing processes ran it (post-timing trials)
     ok: bool
     reason: str = ""
     max_abs_err: float | None = None

@@ -200,6 +200,7 @@ class Verifier:
         trials, post = plan.plan_trials(task, rng, self.options.min_trials)
         if self.options.compare_on_gpu:  # large outputs compared where they are (devcompare)
             trials, post = [plan.on_device(task, t) for t in trials], plan.on_device(task, post)
+        later = plan.after_timing(task, rng)  # other sizes, after the timing, in every process
         base = {"task": task.name, "candidate": candidate.path}
         phases: dict[str, float] = {}
         mark = [t0]
@@ -230,9 +231,12 @@ class Verifier:
             )
 
         side = _REFERENCES.get(task.kind, OwnReference)(self, task, candidate)
-        if too_big := self._does_not_fit(side.worker_task, [*trials, post]):
+        # the reference's trials, in the order it runs them: the bench size's last, as it may
+        # run after the rounds (a large one, compared on the GPU)
+        ahead = [*trials, *later, post]
+        if too_big := self._does_not_fit(side.worker_task, ahead):
             return report("error", too_big, device=self._device)
-        verdict, why = side.prepare([*trials, post])
+        verdict, why = side.prepare(ahead)
         if verdict:
             return report(verdict, why, device=self._device)
         # what the workers read of the user's files, as text: their view shows none of them
@@ -248,7 +252,7 @@ class Verifier:
                 stack.enter_context(crew)
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = crew.join(self.pool.take(ref_kind, "reference"))
-                job = self._job(side.worker_task, "reference", [*trials, post], None, files, poison)
+                job = self._job(side.worker_task, "reference", ahead, None, files, poison)
                 ref_box.send(job | side.ref_extra | {"post_last": True}, side.ref_arrays)
                 compiler, build_key, built = None, None, None
                 flags = candidate.compile_flags(self.options.backend)
@@ -313,7 +317,7 @@ class Verifier:
                     are read, so both workers run theirs side by side."""
                     nonlocal stage
                     stage = "reference"
-                    self.progress(f"reference outputs {i + 1}/{len(trials) + 1}")
+                    self.progress(f"reference outputs {i + 1}/{len(ahead)}")
                     message = ref_box.receive(
                         self._run_timeout(task),
                         f"reference trial at {_describe(trial.sizes)}",
@@ -361,8 +365,10 @@ class Verifier:
                         )
                     lap("trials")
                 del first, expected  # a large trial's outputs are not held through the timing
+                held = [expected_for(len(trials) + k, t) for k, t in enumerate(later)]
+                last = len(ahead) - 1
                 # compared on the GPU: the reference runs the post-timing trial after the rounds
-                at_bench = None if post.device else expected_for(len(trials), post)
+                at_bench = None if post.device else expected_for(last, post)
                 stage = "reference"
                 more = self._ready(more, at_bench[0] if at_bench else {})
                 stage = "candidate"
@@ -374,9 +380,8 @@ class Verifier:
                 with controller_off(self._pin, self.pool.others):
                     rounds = schedule.run(ref_box, cand_box, budget, self._pin, more)
                 after = nvml.clock_sample()
-                for pair in more:  # timed: nothing more of them
-                    for box in pair:
-                        box.kill()
+                for ref, _ in more:  # timed: nothing more of them (their candidates: below)
+                    ref.kill()
                 self.pool.release()
                 lap("timing")
                 ref_box.send({"cmd": "done"})
@@ -393,10 +398,13 @@ class Verifier:
                     )
                     if ended.get("type") != "done":
                         raise WorkerFailure("crashed", "the reference did not end its rounds")
-                    at_bench = expected_for(len(trials), post)
+                    at_bench = expected_for(last, post)
                 cand_box.send({"cmd": "post", "trial": post.job()})
                 post_result = self._trial(task, post, at_bench, cand_box, "post-timing", ref_box)
                 results.append(post_result)
+                afterwards = [post_result, *self._after(task, later, held, cand_box, more)]
+                results += afterwards[1:]
+                post_result = next((r for r in afterwards if not r.ok), post_result)
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
                 timing, speedups = side.finish(timing)
@@ -465,6 +473,33 @@ class Verifier:
             cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison))
             more.append((ref, cand))
         return more
+
+    def _after(
+        self,
+        task: Task,
+        after: list[plan.Trial],
+        held: list[judge.Message],
+        cand_box: Sandbox,
+        more: list[tuple[Sandbox, Sandbox]],
+    ) -> list[Any]:
+        """The other sizes' trials after the timing, in every candidate process that timed
+        (plan.after_timing), each against the reference's outputs for it; the further
+        processes' workers are done after theirs. A wrong one says where it was seen."""
+        results = []
+        boxes = [cand_box, *(cand for _, cand in more)]
+        for n, box in enumerate(boxes, start=1):
+            for trial, expected in zip(after, held, strict=True):
+                self.progress(f"after the timing: {_describe(trial.sizes)} in process {n}")
+                box.send({"cmd": "post", "trial": trial.job()})
+                got = self._trial(task, trial, expected, box, "post-timing")
+                where = f"after the timing, at {_describe(trial.sizes)}" + (
+                    f", in timing process {n}" if len(boxes) > 1 else ""
+                )
+                reason = got.reason if got.ok else f"{where}: {got.reason}"
+                results.append(got.model_copy(update={"process": n, "reason": reason}))
+            if box is not cand_box:
+                box.kill()
+        return results
 
     def _ready(
         self, more: list[tuple[Sandbox, Sandbox]], at_bench: dict[str, Any]
@@ -611,11 +646,8 @@ class Verifier:
 
 def _passed(results: list[Any], reference: str) -> str:
     shapes = {tuple(sorted(t.sizes.items())) for t in results}
-    held = (
-        " (held out: " + ", ".join(_describe(t.sizes) for t in results if t.held_out) + ")"
-        if any(t.held_out for t in results)
-        else ""
-    )
+    shown = dict.fromkeys(_describe(t.sizes) for t in results if t.held_out)  # once each
+    held = f" (held out: {', '.join(shown)})" if shown else ""
     article = "the " if reference.endswith(("reference", "kernel")) else ""
     return f"{len(results)} trials over {len(shapes)} shapes{held}, against {article}{reference}"
 

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from kernelwright.tools.correctness import poison_bits, unwritten
-from kernelwright.tools.plan import awkward, held_out_sizes, large_sizes, plan_trials
+from kernelwright.tools.plan import (
+    after_timing,
+    awkward,
+    held_out_sizes,
+    large_sizes,
+    plan_trials,
+)
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task
 from tests.conftest import EXAMPLES
@@ -113,6 +119,33 @@ def test_kernelbench_held_out_batches_on_both_sides_of_the_problems() -> None:
         held = sorted(t.sizes["batch_size"] for t in trials if t.held_out)
         assert len(held) == 2 and held[0] < 128 < held[1]
         assert post.sizes == {} and all(t.sizes == {} for t in trials if not t.held_out)
+
+
+def test_after_the_timing_sizes_other_than_the_timed_one() -> None:
+    """Drawn afresh each check: a KernelBench batch below and one above the problem's; a
+    kernel's held-out size, never its bench size; one run each, read on the host."""
+    problem = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    seen = set()
+    for seed in range(40):
+        below, above = after_timing(problem, random.Random(seed))
+        assert 64 <= below.sizes["batch_size"] < 128 < above.sizes["batch_size"] <= 144
+        seen.add((below.sizes["batch_size"], above.sizes["batch_size"]))
+        assert all(t.held_out and len(t.poisons) == 1 and not t.device for t in (below, above))
+    assert len(seen) > 20  # not a fixed pair a candidate could learn
+    for name in TASKS:
+        task = load_task(EXAMPLES / name)
+        assert isinstance(task, CudaTask)
+        for seed in range(20):
+            (trial,) = after_timing(task, random.Random(seed))
+            assert trial.held_out and trial.sizes != dict(task.bench)
+            assert set(trial.sizes) == set(task.bench)
+
+
+def test_a_problem_of_one_shape_has_no_other_size_to_try() -> None:
+    problem = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    assert after_timing(problem.model_copy(update={"size_globals": {}}), random.Random(1)) == []
+    one = problem.model_copy(update={"size_globals": {"batch_size": 1}})
+    assert after_timing(one, random.Random(1)) == []
 
 
 def test_two_poisons_differ_for_8_bit_outputs() -> None:

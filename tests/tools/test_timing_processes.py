@@ -1,17 +1,21 @@
 """KernelBench's sides timed in several processes (no GPU): how many further pairs of workers a
-check starts and keeps, and what it does with the rest (verify.Verifier's _more_workers, _ready
-and _imported, with recorded workers)."""
+check starts and keeps, and what it does with the rest (verify.Verifier's _more_workers, _ready,
+_imported and _after, with recorded workers)."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import numpy as np
 import pytest
 
-from kernelwright.tools import extbuild, fit
+from kernelwright.tools import extbuild, fit, plan
 from kernelwright.tools import pool as pool_module
 from kernelwright.tools.sandbox import Crew, WorkerFailure
+from kernelwright.tools.task import load_task
 from kernelwright.tools.verify import OwnReference, Verifier, VerifyOptions
+from tests.conftest import EXAMPLES
 
 
 class Box:
@@ -236,3 +240,78 @@ def test_further_workers_asking_for_an_extension_while_they_import_get_the_kept_
             assert cand.replies == 2 and cand.jobs[-1]["cmd"] == "built" and cand.jobs[-1]["ok"]
     assert len(built) == 1 and [b.cached for b in ext.done] == [False, True]
     verifier.close()
+
+
+class Runs(Box):
+    """A candidate's worker after the timing: it answers each "post" command with its outputs
+    (ones), or zeros at the sizes in `wrong_at` (code that changed once the trials were over)."""
+
+    def __init__(self, label: str, log: list[str], wrong_at: tuple[int, ...] = ()) -> None:
+        super().__init__("torch-cand", label, log)
+        self.wrong_at = wrong_at
+
+    def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
+        assert not self.killed, f"{self.label} read after it was stopped"
+        cmd = self.jobs[-1]
+        assert cmd["cmd"] == "post", "outputs read with no trial asked for"
+        rows = cmd["trial"]["sizes"]["batch_size"]
+        out = np.full((rows, 4), 0.0 if rows in self.wrong_at else 1.0, dtype=np.float32)
+        meta = [{"dtype": "float32", "shape": [rows, 4]}]
+        header = {"type": "outputs", "trial": "post", "run": 0, "checksums": ["in"], "meta": meta}
+        return header, [out.tobytes()]
+
+
+def _expected(trial: plan.Trial) -> Any:
+    rows = trial.sizes["batch_size"]
+    meta = {"dtype": "float64", "shape": [rows, 4]}
+    header = {"type": "expected", "checksums": ["in"], "meta": [meta]}
+    return header | {"native": [{**meta, "dtype": "float32"}]}, [np.ones((rows, 4)).tobytes()]
+
+
+def test_other_sizes_are_tried_after_the_timing_in_every_process_that_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Code that changes once the trials are over (a call count, or the one size a further
+    process has seen) is seen at sizes other than the timed one after the timing, in the
+    first process and in each further one, against the reference's outputs for them."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    later = plan.after_timing(task, random.Random(5))
+    below, above = (t.sizes["batch_size"] for t in later)
+    log: list[str] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=3)
+    first, second, third = Runs("candidate", log), Runs("c2", log), Runs("c3", log, (above,))
+    more: Any = [(Box("torch-ref", "r2", log), second), (Box("torch-ref", "r3", log), third)]
+    held = [_expected(t) for t in later]
+    results = verifier._after(task, later, held, first, more)  # type: ignore[arg-type]
+    for box in (first, second, third):  # each asked for both sizes, in the order planned
+        assert [j["trial"] for j in box.jobs] == [t.job() for t in later]
+    assert [(r.process, r.sizes["batch_size"], r.ok) for r in results] == [
+        (1, below, True),
+        (1, above, True),
+        (2, below, True),
+        (2, above, True),
+        (3, below, True),
+        (3, above, False),
+    ]
+    assert all(r.phase == "post-timing" and r.held_out for r in results)
+    assert results[-1].reason.startswith(
+        f"after the timing, at batch_size={above}, in timing process 3: output 'output 0' wrong at"
+    )
+    # the further processes are done with once theirs are over; the first answers the bench size
+    assert second.killed and third.killed and not first.killed
+    verifier.close()
+
+
+def test_after_the_timing_one_process_names_none() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    later = plan.after_timing(task, random.Random(8))
+    verifier = Verifier(VerifyOptions(pin_cpus=False))
+    log: list[str] = []
+    only = Runs("candidate", log, tuple(t.sizes["batch_size"] for t in later))
+    results = verifier._after(task, later, [_expected(t) for t in later], only, [])  # type: ignore[arg-type]
+    verifier.close()
+    assert [r.ok for r in results] == [False, False]
+    size = later[0].sizes["batch_size"]
+    assert results[0].reason.startswith(
+        f"after the timing, at batch_size={size}: output 'output 0' wrong at"
+    )

@@ -1,11 +1,10 @@
 # expect: wrong (wrong at) — right at every size for its first 40 calls (the trials), then right only at the size it was timed at
 # task: kernelbench/relu_mlp.py
 # A time bomb past the held-out sizes: the trials (other batches above and below the problem's)
-# all run before the timing, and after it only the problem's own size is checked again. So the
-# code that was timed is never seen at another size: by the code it reads correct today
-# (found in review in the fourteenth session; not yet run on a GPU). A user's program that
-# calls it more than 40 times gets zeros at any other batch. The check should try a held-out
-# size after the timing too, in every process that timed.
+# all run before the timing; until the fifteenth session only the problem's own size was checked
+# after it, so the code that was timed was never seen at another size (found in review in the
+# fourteenth session). A user's program that calls it more than 40 times gets zeros at any
+# other batch. Caught by the batches tried after the timing, in every process that timed.
 import torch
 import torch.nn as nn
 

@@ -3,10 +3,10 @@
 # The further timing processes run no trials, and neither does a user's program: both start
 # by calling the model at one size. This candidate then computes only that size, and zeros at
 # any other. The trials run in the first process, which sees several sizes at once and stays
-# right; the further processes only ever see the timed size, where it is right. So by the
-# code it reads correct today (found in review in the fourteenth session; not yet run on a
-# GPU), though a user's program gets zeros as soon as its batch changes. Held-out sizes after
-# the timing, in every process, would catch it.
+# right; the further processes only ever see the timed size, where it is right (found in
+# review in the fourteenth session), though a user's program gets zeros as soon as its batch
+# changes. Caught by the batches tried after the timing in every process, the further ones
+# included.
 import torch
 import torch.nn as nn
 
