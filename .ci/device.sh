@@ -8,13 +8,14 @@
 #   bash .ci/device.sh suite kb-a       # the suite's KernelBench cases kb_a* to kb_l*
 #   bash .ci/device.sh suite kb-b       # kb_m* to kb_z*
 #   bash .ci/device.sh suite rest       # every other case
+#   bash .ci/device.sh suite 'GLOB'     # the cases --only GLOB picks, e.g. '*/kb_other*'
 # Logs, one JSON line a case, go under $OUT (or ./device-out). Wheels are installed with
 # their bytecode compiled, as a user's pip install has them: timings are then fair.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-} ${2:-}" in
-  tests*|"suite kb-a"|"suite kb-b"|"suite rest") ;;
-  *) echo "usage: bash .ci/device.sh tests [FILES] | suite kb-a|kb-b|rest" >&2; exit 2 ;;
+  tests*|"suite "?*) ;;
+  *) echo "usage: bash .ci/device.sh tests [FILES] | suite kb-a|kb-b|rest|GLOB" >&2; exit 2 ;;
 esac
 out=${OUT:-device-out}; mkdir -p "$out"
 site=$(mktemp -d)
@@ -34,10 +35,12 @@ case "${1:-}" in
       kb-a) only='*/kb_[a-l]*' ;;
       kb-b) only='*/kb_[m-z]*' ;;
       rest) only='*/[!k]*' ;;
+      *) only=$2 ;;
     esac
-    kernelwright eval adversarial --only "$only" --log "$out/cases-$2.jsonl" > "$out/table-$2.txt" 2>&1
+    part=$(printf '%s' "$2" | tr -c 'A-Za-z0-9_-' '_')
+    kernelwright eval adversarial --only "$only" --log "$out/cases-$part.jsonl" > "$out/table-$part.txt" 2>&1
     code=$?
-    python3 - "$out/cases-$2.jsonl" <<'PY'
+    python3 - "$out/cases-$part.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 bad = [r for r in rows if not r["ok"]]
