@@ -9,13 +9,14 @@
 #   bash .ci/device.sh suite kb-b       # kb_m* to kb_z*
 #   bash .ci/device.sh suite rest       # every other case
 #   bash .ci/device.sh suite 'GLOB'     # the cases --only GLOB picks, e.g. '*/kb_other*'
+#   bash .ci/device.sh run CMD [ARGS]   # any command, with kernelwright installed as above
 # Logs, one JSON line a case, go under $OUT (or ./device-out). Wheels are installed with
 # their bytecode compiled, as a user's pip install has them: timings are then fair.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-} ${2:-}" in
-  tests*|"suite "?*) ;;
-  *) echo "usage: bash .ci/device.sh tests [FILES] | suite kb-a|kb-b|rest|GLOB" >&2; exit 2 ;;
+  tests*|"suite "?*|"run "?*) ;;
+  *) echo "usage: bash .ci/device.sh tests [FILES] | suite kb-a|kb-b|rest|GLOB | run CMD" >&2; exit 2 ;;
 esac
 out=${OUT:-device-out}; mkdir -p "$out"
 site=$(mktemp -d)
@@ -26,6 +27,9 @@ python3 -m compileall -q -j 8 "$site" agent tools memory evals prompts >/dev/nul
 export PATH="$HOME/.local/bin:$PATH"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 case "${1:-}" in
+  run)
+    shift
+    "$@" ;;
   tests)
     shift
     python3 -m pytest -q -m gpu "${@:-tests/gpu}" --ignore tests/gpu/test_adversarial_gpu.py \
