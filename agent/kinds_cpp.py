@@ -16,7 +16,7 @@ from kernelwright.agent.llm import Message
 from kernelwright.agent.rundir import RunDir
 from kernelwright.prompts.render import render
 from kernelwright.tools.cpp import CppTask
-from kernelwright.tools.cpp_candidates import HOST_MARK, CppKernel, HostFile
+from kernelwright.tools.cpp_candidates import CppKernel, HostFile, is_host_file
 from kernelwright.tools.errors import TaskError
 from kernelwright.tools.results import CheckReport, Speedups
 from kernelwright.tools.spec import CudaCandidate, check_signature, parse_launch
@@ -83,7 +83,7 @@ def candidate(
 
 def from_text(task: CppTask, text: str) -> CppKernel | HostFile:
     """A kernel a user pasted (chat, MCP), or a drop-in host file kernelwright wrote."""
-    if text.lstrip().startswith(HOST_MARK):
+    if is_host_file(text):
         return HostFile(path=FILE, source=text)
     check_signature(Path("candidate.cu"), text, task.function, task.kernel_args, Path(task.path))
     return CppKernel(path="candidate.cu", source=text, launch=None)

@@ -24,6 +24,18 @@ from .spec import CudaCandidate, Frozen, load_cuda_candidate
 HOST_MARK = "// kernelwright: drop-in host function"
 
 
+def is_host_file(source: str) -> bool:
+    """Whether a .cu file is a drop-in host file: HOST_MARK opens one of the comment lines it
+    starts with (a first line as kernelwright writes it, or below a comment of the user's)."""
+    for line in source.splitlines():
+        text = line.strip()
+        if text.startswith(HOST_MARK):
+            return True
+        if text and not text.startswith("//"):
+            return False
+    return False
+
+
 class CppKernel(CudaCandidate):
     kind: ClassVar[Literal["cpp"]] = "cpp"  # type: ignore[assignment]
     port: CudaCandidate | None = None  # the GPU-side reference; None: the task's port or itself
@@ -55,8 +67,8 @@ class HostFile(_BuiltElsewhere):
 
 
 def load_cpp_candidate(task: Any, path: Path) -> CppKernel | HostFile:
-    """A .cu file for a cpp task: a drop-in host file if kernelwright wrote it (its first line
-    says so), else a kernel with an optional sidecar .toml ([launch], [compile])."""
+    """A .cu file for a cpp task: a drop-in host file if kernelwright wrote it (is_host_file),
+    else a kernel with an optional sidecar .toml ([launch], [compile])."""
     path = path.resolve()
     if path.suffix != ".cu":
         raise TaskError(path, "", "a candidate for a C++ task is a .cu file (a kernel, or a "
@@ -65,7 +77,7 @@ def load_cpp_candidate(task: Any, path: Path) -> CppKernel | HostFile:
         source = read_text(path)
     except OSError as exc:
         raise TaskError(path, "", f"cannot read candidate: {exc.strerror}") from None
-    if source.lstrip().startswith(HOST_MARK):
+    if is_host_file(source):
         return HostFile(path=str(path), source=source)
     kernel = load_cuda_candidate(task.worker_task(), path)  # the kernel's own arguments
     return CppKernel(path=kernel.path, source=source, launch=kernel.launch, options=kernel.options)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import secrets
 import statistics
@@ -41,7 +42,9 @@ from .builds import BuildCache, cached_build
 from .cpp import CppTask
 from .cpp_reference import (
     REPEATS,
+    CallPlan,
     ReferenceResult,
+    TimedCall,
     build_key,
     build_library,
     reference_outputs,
@@ -61,6 +64,7 @@ from .results import (
 )
 from .sandbox import cap
 from .serving import flat
+from .sketch import problem as sketch_problem
 from .sketch import sketch_of
 from .spec import CudaCandidate
 from .timing import summarize
@@ -399,9 +403,16 @@ def check_host(verifier: Verifier, task: CppTask, candidate: Any) -> CheckReport
         want, cpu_ms = function_outputs(task, trials, cache, pin, o.reference_timeout_s)
     except KernelwrightError as exc:
         return _report(task, candidate, t0, verdict="error", reason=str(exc), compile=compiled)
+    rng = random.Random(secrets.randbits(64))
+    calls = CallPlan(
+        sizes=dict(task.bench),
+        least=int(REPEATS["min"]) + HOST_WARMUP,
+        most=int(REPEATS["max"]) + HOST_WARMUP,
+        seconds=float(REPEATS["seconds"]),
+        then=[(t.sizes, t.seed, _signs()) for t in plan.after_timing(task, rng)],
+    )
     try:
-        timed = len(trials) - 1
-        got = run_library(task, built, trials, o.run_timeout_s * 10, timed=timed, pin=pin)
+        got = run_library(task, built, trials, o.run_timeout_s * 10, pin=pin, calls=calls)
     except KernelwrightError as exc:
         return _report(task, candidate, t0, verdict="crashed", reason=str(exc), compile=compiled,
                        device=device)  # fmt: skip
@@ -421,13 +432,34 @@ def check_host(verifier: Verifier, task: CppTask, candidate: Any) -> CheckReport
                                 reference="C++ reference")  # fmt: skip
             return _report(task, candidate, t0, verdict="wrong", reason=reason, check=check,
                            compile=compiled, device=device)  # fmt: skip
-    cpu, end = _cpu_timing(cpu_ms), summarize([t * 1e3 for t in got[-1].times] or [np.nan])
-    reason = _passed(done, "best_host.cu end to end, against the C++ reference")
+    try:
+        why, allowance_s = audit_calls(verifier, task, calls.made, cpu_ms, pin)
+    except KernelwrightError as exc:
+        return _report(task, candidate, t0, verdict="error", reason=str(exc), compile=compiled)
+    if why:
+        check = CheckResult(ok=False, reason=why, trials=tuple(done), reference="C++ reference")
+        return _report(task, candidate, t0, verdict="wrong", reason=why, check=check,
+                       compile=compiled, device=device)  # fmt: skip
+    timed = [c for c in calls.made if c.timed][HOST_WARMUP:]
+    seconds, charged = timed_seconds(timed, allowance_s)
+    if refused := unseen_problem(timed, charged):
+        check = CheckResult(ok=True, reason=reason_ok(done), trials=tuple(done),
+                            reference="C++ reference")  # fmt: skip
+        return _report(task, candidate, t0, verdict="implausible", reason=refused, check=check,
+                       compile=compiled, device=device)  # fmt: skip
+    after = [c for c in calls.made if not c.timed]
+    done += [TrialResult(sizes=c.sizes, held_out=True, phase="post-timing", ok=True) for c in after]
+    cpu, end = _cpu_timing(cpu_ms), summarize([t * 1e3 for t in seconds] or [np.nan])
+    reason = reason_ok(done)
+    notes = ["end to end: allocating, copying in, the kernel, copying back and freeing, as the "
+             "drop-in does, against the C++ function on one core; each call on inputs made "
+             "from a seed sent with it, timed by the controller's clock"]  # fmt: skip
+    if charged > 0:
+        notes.append(f"{charged * 1e3 / max(1, len(timed)):.3f} ms a call that the drop-in's "
+                     "own clock did not report was counted (the controller's clock)")  # fmt: skip
     timing = TimingResult(
         reference=cpu, candidate=end, speedup=cpu.median_ms / end.median_ms, speedup_iqr=0.0,
-        rounds=end.samples, input_sets=1, l2_flush_bytes=0,
-        notes=("end to end: allocating, copying in, the kernel, copying back and freeing, as "
-               "the drop-in does, against the C++ function on one core",),
+        rounds=end.samples, input_sets=len(timed), l2_flush_bytes=0, notes=tuple(notes),
     )  # fmt: skip
     speedups = Speedups(
         cpu_ms=cpu.median_ms, cpu_samples=cpu.samples, end_to_end=timing.speedup,
@@ -436,6 +468,96 @@ def check_host(verifier: Verifier, task: CppTask, candidate: Any) -> CheckReport
     check = CheckResult(ok=True, reason=reason, trials=tuple(done), reference="C++ reference")
     return _report(task, candidate, t0, verdict="correct", reason=reason, check=check,
                    compile=compiled, timing=timing, speedups=speedups, device=device)  # fmt: skip
+
+
+# A drop-in's first timed call starts its CUDA context: served, compared, not counted.
+HOST_WARMUP = 1
+# The drop-in's calls audited against the C++ function: every one where the function's calls
+# at the bench size take at most this long in all, else as many as fit (AUDITS at least).
+AUDIT_SECONDS = 4.0
+
+
+def timed_seconds(calls: list[TimedCall], allowance_s: float) -> tuple[list[float], float]:
+    """Each timed call's seconds, and their sum that the drop-in's own clock left out (pure):
+    what its wrapper reported, but never less than the controller's clock saw less what the
+    C++ function's own calls show the wrapper and the channel add (`allowance_s`). The wrapper
+    is compiled with the drop-in, which can make it report anything."""
+    seconds = [max(c.reported_s, c.wall_s - allowance_s) for c in calls]
+    charged = sum(s - c.reported_s for s, c in zip(seconds, calls, strict=True))
+    return seconds, charged
+
+
+def unseen_problem(calls: list[TimedCall], charged_s: float) -> str:
+    """Why the timing is refused ("" if it is not) (pure): more of the calls' time by the
+    controller's clock than by the drop-in's own was left out of what its clock reported."""
+    reported = sum(c.reported_s for c in calls)
+    if not calls or charged_s <= reported:
+        return ""
+    n = len(calls)
+    return (
+        f"timing refused: a call took {sum(c.wall_s for c in calls) * 1e3 / n:.3f} ms by the "
+        f"controller's clock and {reported * 1e3 / n:.3f} ms by the drop-in's own: more than "
+        f"half of its time escaped its clock"
+    )
+
+
+def reason_ok(done: list[TrialResult]) -> str:
+    return _passed(done, "best_host.cu end to end, against the C++ reference")
+
+
+def _signs() -> tuple[int, int]:
+    return secrets.randbits(63), secrets.randbits(63)
+
+
+def audit_calls(
+    verifier: Verifier,
+    task: CppTask,
+    made: list[TimedCall],
+    cpu_ms: list[float],
+    pin: set[int],
+) -> tuple[str, float]:
+    """Why the drop-in's served calls are wrong ("" if they are not), and how much of a call's
+    time by the controller's clock is not the call's own. The C++ function serves the same
+    calls (the seeds and the signs of all, or of a random sample where that would take too
+    long, and always of the untimed ones after the timing) in its own worker: the sketches are
+    compared, and the function's own calls say what the wrapper and the channel add to a
+    call's time by that clock (its copies and the command's trip)."""
+    o = verifier.options
+    per_call_s = (statistics.median(cpu_ms) / 1e3) if cpu_ms else 1.0
+    timed = [i for i, c in enumerate(made) if c.timed]
+    room = max(AUDITS, int(AUDIT_SECONDS / max(per_call_s, 1e-6)))
+    pick = set(timed) if len(timed) <= room else set(secrets.SystemRandom().sample(timed, room))
+    pick |= {i for i, c in enumerate(made) if not c.timed}
+    order = sorted(pick)
+    built, log = build_library(task, verifier.cpp_cache, o.compile_timeout_s * 4)
+    if built is None:
+        raise KernelwrightError(f"{task.name}: the C++ function no longer builds: {log[-300:]}")
+    truth = CallPlan(given=[(made[i].sizes, made[i].seed, made[i].signs) for i in order])
+    run_library(task, built, [], o.reference_timeout_s, pin=pin, calls=truth)
+    for i, ref in zip(order, truth.made, strict=True):
+        cand = made[i]
+        n_timed = len(timed)
+        call = (
+            f"timed call {timed.index(i) + 1} of {n_timed}"
+            if cand.timed
+            else f"after the timing, at {', '.join(f'{k}={v}' for k, v in cand.sizes.items())}"
+        )
+        for a in (a for a in task.args if a.role in ("out", "inout")):
+            atol, rtol = judge.OUTPUTS[task.kind].tolerance(task, a.dtype)
+            n = math.prod(task.shape(a, cand.sizes))
+            why, _ = sketch_problem(
+                f"output '{a.name}'", cand.sketch.get(a.name, []), ref.sketch[a.name], n, atol, rtol
+            )
+            if why:
+                why = why.replace("the reference kernel's", "the C++ function's")
+                return f"{call}: {why}", 0.0
+    overhead = [max(0.0, c.wall_s - c.reported_s) for c in truth.made]
+    return "", (1.5 * max(overhead) if overhead else 0.0) + CHANNEL_S
+
+
+# What a served call's trip adds by the controller's clock beyond the function's own copies:
+# the command and the reply through pipes to a worker that polls for them.
+CHANNEL_S = 50e-6
 
 
 # How each candidate of a cpp task that the GPU's workers do not run as a kernel is checked, by

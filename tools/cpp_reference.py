@@ -27,7 +27,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -439,6 +440,89 @@ def reference_outputs(
     return [r for r in results if r is not None]
 
 
+@dataclass(frozen=True)
+class TimedCall:
+    """One call served after the trials (cpp_worker's "make" and "call"): where and on what
+    it ran, the seconds the library's wrapper reported, the seconds the controller saw from
+    its command to the reply, and each output's sketch with the call's signs."""
+
+    sizes: dict[str, int]
+    seed: int
+    signs: tuple[int, int]
+    reported_s: float
+    wall_s: float
+    sketch: dict[str, list[float]]
+    timed: bool = True
+
+
+@dataclass
+class CallPlan:
+    """The calls a worker serves after its trials, drawn as they are asked for: timed calls at
+    `sizes` on fresh seeds (at least `least`, then more until `seconds` have passed, at most
+    `most`), then the `then` calls, untimed; or only `given` (sizes, seed, signs) calls.
+    `made`: what they gave."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    least: int = 0
+    most: int = 0
+    seconds: float = 0.0
+    then: list[tuple[dict[str, int], int, tuple[int, int]]] = field(default_factory=list)
+    given: list[tuple[dict[str, int], int, tuple[int, int]]] = field(default_factory=list)
+    made: list[TimedCall] = field(default_factory=list)
+
+    def draws(self) -> Iterator[tuple[dict[str, int], int, tuple[int, int], bool]]:
+        import secrets
+
+        if self.given:
+            for sizes, seed, signs in self.given:
+                yield sizes, seed, signs, False
+            return
+        start = time.perf_counter()
+        n = 0
+        while n < self.least or (n < self.most and time.perf_counter() - start < self.seconds):
+            n += 1
+            signs = (secrets.randbits(63), secrets.randbits(63))
+            yield dict(self.sizes), secrets.randbits(31), signs, True
+        for sizes, seed, signs in self.then:
+            yield sizes, seed, signs, False
+
+
+def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, what: str) -> None:
+    """The plan's calls, one command each, each timed by this process's clock from the command
+    to the worker's "called" (its sketches follow, not timed)."""
+    names = [a.name for a in _outputs(task)]
+    box.spin(0.005)
+    try:
+        for sizes, seed, signs, timed in plan.draws():
+            where = f"{task.function}() at {_describe(sizes)}"
+            box.send({"cmd": "make", "sizes": sizes, "seed": seed})
+            made, _ = box.receive(timeout_s, f"making inputs for {where}", Expect(sizes=()))
+            if made.get("type") != "made":
+                raise WorkerFailure("crashed", f"{what}'s worker made no inputs")
+            t0 = time.perf_counter()
+            box.send({"cmd": "call", "signs": list(signs)})
+            called, _ = box.receive(timeout_s, f"calling {where}", Expect(sizes=()))
+            wall = time.perf_counter() - t0
+            sketched, _ = box.receive(timeout_s, f"sketching {where}", Expect(sizes=()))
+            sketch = sketched.get("sketch")
+            if called.get("type") != "called" or not isinstance(sketch, dict):
+                raise WorkerFailure("crashed", f"{what}'s worker sent no valid call")
+            plan.made.append(
+                TimedCall(
+                    sizes=sizes,
+                    seed=seed,
+                    signs=signs,
+                    reported_s=_seconds(called.get("seconds")),
+                    wall_s=wall,
+                    sketch={n: list(sketch.get(n) or [])[:16] for n in names},
+                    timed=timed,
+                )
+            )
+        box.send({"cmd": "end"})
+    finally:
+        box.spin(0.0)
+
+
 def run_library(
     task: CppTask,
     library: Library,
@@ -448,10 +532,12 @@ def run_library(
     contract: int | None = None,
     timed: int | None = None,
     pin: set[int] | None = None,
+    calls: CallPlan | None = None,
 ) -> list[ReferenceResult]:
     """Each trial's outputs from a built library, in one confined worker (`contract`: the trial
     whose outputs' contract is checked; `timed`: the trial whose call is repeated for its
-    time). CppReferenceError where it throws, crashes or hangs."""
+    time; `calls`: calls served after the trials, one command each, into `calls.made`).
+    CppReferenceError where it throws, crashes or hangs."""
     job = {
         "task": task.model_dump(),
         "trials": [
@@ -465,6 +551,7 @@ def run_library(
             for i, t in enumerate(trials)
         ],
         "files": task.reference_files(),
+        "calls": calls is not None,
     }
     fn = f"{task.function}()"
     out: list[ReferenceResult] = []
@@ -481,9 +568,9 @@ def run_library(
                 want = tuple(
                     math.prod(task.shape(a, sizes)) * np.dtype(a.dtype).itemsize for a in outs
                 )
-                calls = 1 + (REPEATS["min"] if i == timed else 0)  # and the timed repeats
+                n_calls = 1 + (REPEATS["min"] if i == timed else 0)  # and the timed repeats
                 header, arrays = box.receive(
-                    timeout_s * calls, f"running {fn} at {_describe(sizes)}", Expect(sizes=want)
+                    timeout_s * n_calls, f"running {fn} at {_describe(sizes)}", Expect(sizes=want)
                 )
                 if header.get("unwritten") or header.get("read"):
                     _contract_error(task, header, sizes)
@@ -496,6 +583,8 @@ def run_library(
                 raw = header.get("times")
                 times = tuple(_seconds(v) for v in (raw if isinstance(raw, list) else [])[:1000])
                 out.append(ReferenceResult(outputs, _seconds(header.get("seconds")), False, times))
+            if calls is not None:
+                _serve_calls(box, task, calls, timeout_s, library.what)
     except WorkerFailure as failure:
         what = "ran past its time" if failure.verdict == "timeout" else "failed"
         reason = " ".join(failure.reason.split())

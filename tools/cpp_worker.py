@@ -13,6 +13,13 @@ nothing of the user's, a capped scratch), then serves one job from the controlle
             + one array per out and inout argument, in the task's order; "times": the
             seconds of each repeated call, where the trial asks for repeats ({"min", "max",
             "seconds"}: at least min calls, more until that many seconds, at most max)
+            then, where the job has "calls": true, timed calls the controller asks for one at
+            a time, each on inputs made from a seed it sends only then:
+         <- {"cmd": "make", "sizes", "seed"}  -> {"type": "made"}  (inputs and poisoned
+            outputs ready; nothing timed)
+         <- {"cmd": "call", "signs": [a, b]}  -> {"type": "called", "seconds"}, then
+            {"type": "sketch", "sketch": {output: sketch.sketch_of(its values, signs)}}
+         <- {"cmd": "end"}
   either -> {"type": "done"}, or {"type": "error", "error"} (a C++ exception, a resize, an
             input maker's failure); a crash or a hang is the controller's to see.
 
@@ -156,9 +163,10 @@ class _Reference:
         self, sizes: dict[str, int], ins: dict[str, Any], poison: int
     ) -> tuple[dict[str, Any], float]:
         """One call on copies of `ins`; its out and inout arrays and the seconds it took."""
-        import ctypes
-        import math
+        return self.invoke(self.prepare(sizes, ins, poison))
 
+    def prepare(self, sizes: dict[str, int], ins: dict[str, Any], poison: int) -> dict[str, Any]:
+        """A call's arguments: copies of `ins`, the outputs poisoned, the scalars."""
         import numpy as np
 
         from . import expr
@@ -174,6 +182,14 @@ class _Reference:
                 arrays[a.name] = starting_output(a.dtype, task.shape(a, sizes), a.init, poison)
             else:
                 arrays[a.name] = ins[a.name].copy()
+        return arrays
+
+    def invoke(self, arrays: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """The call itself on prepared arguments: its out and inout arrays, its seconds."""
+        import ctypes
+        import math
+
+        task = self.task
         ptrs = (ctypes.c_void_p * len(task.args))(*(arrays[a.name].ctypes.data for a in task.args))
         counts = (ctypes.c_longlong * len(task.args))(
             *(math.prod(arrays[a.name].shape) for a in task.args)
@@ -213,7 +229,13 @@ def _contract(ref: _Reference, first: dict[str, Any], second: dict[str, Any]) ->
     return {"unwritten": unwritten, "read": read}
 
 
-def _run(job: dict[str, Any], arrays: list[Any], out: int, notes: list[str]) -> None:
+def _run(
+    job: dict[str, Any],
+    arrays: list[Any],
+    out: int,
+    notes: list[str],
+    reader: FrameReader | None = None,
+) -> None:
     from .cpp import CppTask
     from .cpp_inputs import POISONS, distribution
     from .serving import flat
@@ -242,6 +264,43 @@ def _run(job: dict[str, Any], arrays: list[Any], out: int, notes: list[str]) -> 
         if trial.get("repeats"):
             header["times"] = _repeat(ref, sizes, ins, trial["repeats"])
         write_message(out, header, [flat(outs[a.name]) for a in task.args if a.name in outs])
+    if job.get("calls") and reader is not None:
+        _serve_calls(ref, reader, out)
+
+
+# Through the timed calls the worker polls for the controller's next command without sleeping
+# for up to this long: the controller times each call from its command to the reply.
+CALLS_SPIN_S = 0.005
+
+
+def _serve_calls(ref: _Reference, reader: FrameReader, out: int) -> None:
+    """Timed calls, one a command, each on inputs made from a seed sent only with it (module
+    docstring); "called" goes out first, so the controller's clock ends at the call's end."""
+    from .cpp_inputs import POISONS
+    from .sketch import sketch_of
+
+    names = [a.name for a in ref.task.args if a.role in ("out", "inout")]
+    prepared: tuple[dict[str, int], dict[str, Any]] | None = None
+    reader.spin_s = CALLS_SPIN_S
+    while True:
+        cmd, _ = reader.read_message(time.monotonic() + 3600)
+        kind = cmd.get("cmd")
+        if kind == "make":
+            sizes = {str(k): int(v) for k, v in dict(cmd["sizes"]).items()}
+            ins = ref.inputs(sizes, int(cmd["seed"]), {})
+            prepared = (sizes, ref.prepare(sizes, ins, POISONS[0]))
+            del ins
+            write_message(out, {"type": "made"})
+        elif kind == "call" and prepared is not None:
+            outs, seconds = ref.invoke(prepared[1])
+            write_message(out, {"type": "called", "seconds": seconds})
+            signs = (int(cmd["signs"][0]), int(cmd["signs"][1]))
+            sketches = {n: sketch_of(outs[n], signs) for n in names}
+            prepared = None  # each set of inputs serves one call
+            write_message(out, {"type": "sketch", "sketch": sketches})
+        else:
+            reader.spin_s = 0.0
+            return
 
 
 def _repeat(ref: _Reference, sizes: dict[str, int], ins: dict[str, Any], plan: Any) -> list[float]:
@@ -270,7 +329,7 @@ def main() -> None:
         if mode == "build":
             _build(job, proto_out, notes)
         elif mode == "run":
-            _run(job, arrays, proto_out, notes)
+            _run(job, arrays, proto_out, notes, reader)
         else:
             raise ValueError(f"unknown mode {mode!r} (build, run)")
         write_message(proto_out, {"type": "done"})

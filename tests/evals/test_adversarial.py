@@ -5,6 +5,7 @@ verdict is judged as the case expects; the command lists the cases."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -14,9 +15,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from kernelwright.agent.best_host import best_host
 from kernelwright.evals.adversarial import FAMILIES, load_cases
 from kernelwright.evals.adversarial.suite import Case, kill_leftovers, parse_case, speedup_bounds
 from kernelwright.tools.compile import compile_in_sandbox
+from kernelwright.tools.cpp import CppTask
+from kernelwright.tools.cpp_reference import build_library
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_candidate, load_task
 from tests.conftest import EXAMPLES
@@ -46,7 +50,11 @@ def test_case_loads_against_its_task(case: Case) -> None:
     assert case.description and len(case.description) < 140
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.path.suffix == ".cu"], ids=lambda c: c.name)
+CUDA_CASES = [c for c in CASES if c.path.suffix == ".cu" and not c.task.startswith("cpp/")]
+HOST_CASES = [c for c in CASES if c.path.suffix == ".cu" and c.task.startswith("cpp/")]
+
+
+@pytest.mark.parametrize("case", CUDA_CASES, ids=lambda c: c.name)
 def test_cuda_case_compiles_unless_it_says_it_does_not(case: Case, nvrtc: None) -> None:
     task = load_task(EXAMPLES / case.task)
     assert isinstance(task, CudaTask)
@@ -58,6 +66,25 @@ def test_cuda_case_compiles_unless_it_says_it_does_not(case: Case, nvrtc: None) 
         assert case.detail.lower() in reason.lower(), reason
     else:
         assert result.ok, result.log
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("case", HOST_CASES, ids=lambda c: c.name)
+def test_a_drop_in_host_case_builds_with_the_wrapper(case: Case, tmp_path: Path) -> None:
+    """A C++ task's drop-in host file, built as a check builds it (nvcc, the wrapper after it
+    in one translation unit): no GPU needed to build."""
+    task = load_task(EXAMPLES / case.task)
+    assert isinstance(task, CppTask)
+    built, log = build_library(task, tmp_path, 300.0, case.path.read_text(), "sm_90")
+    assert built is not None, log
+
+
+def test_the_host_control_is_best_host_as_kernelwright_writes_it() -> None:
+    case = next(c for c in CASES if c.name == "controls/cpp_host")
+    task = load_task(EXAMPLES / "cpp" / "gemv")
+    faster = load_candidate(task, EXAMPLES / "cpp" / "gemv" / "candidates" / "faster.cu")
+    body = case.path.read_text().split("\n", 2)[2]
+    assert body == best_host(task, faster.source, faster.launch)  # type: ignore[arg-type, attr-defined]
 
 
 CONTROL_COPIES = {

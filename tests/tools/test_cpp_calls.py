@@ -1,0 +1,113 @@
+"""A drop-in host file's timed calls (cpp_check.check_host), on the CPU with g++ builds in the
+drop-in's place: each call served on its own command, on inputs made from a seed sent only with
+it; the calls' sketches audited against the C++ function on the same seeds; the controller's
+clock bounding what the library's own wrapper reports."""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelwright.tools import sketch
+from kernelwright.tools.cpp import load_cpp_task
+from kernelwright.tools.cpp_check import audit_calls, timed_seconds, unseen_problem
+from kernelwright.tools.cpp_reference import CallPlan, TimedCall, build_library, run_library
+from kernelwright.tools.verify import Verifier, VerifyOptions
+from tests.tools.test_cpp import GEMV, GEMV_TOML, inputs_of, needs_gxx, write_task
+
+# The same function, but wrong once it has been called 3 times (the trials are done by then).
+LATER_WRONG = GEMV.replace(
+    "y[i] = s;", "static long calls = 0; y[i] = (i == 0 && ++calls > 3) ? 0.0 : s;"
+)
+# Right, 20 ms a call, and its wrapper made to report none of it: the drop-in's code comes
+# before the wrapper in one translation unit, and a macro rewrites the wrapper's clock.
+SLOW_HIDDEN = (
+    "#include <chrono>\n#include <thread>\n"
+    + textwrap.dedent(GEMV).replace(
+        "for (std::size_t i = 0;",
+        "std::this_thread::sleep_for(std::chrono::milliseconds(20));\n"
+        "        for (std::size_t i = 0;",
+        1,
+    )
+    + "\n#define count() count() * 0.0\n"
+)
+
+
+@pytest.fixture
+def verifier(tmp_path: Path) -> Any:
+    with Verifier(VerifyOptions(pin_cpus=False, reference_cache_dir=str(tmp_path / "c"))) as v:
+        yield v
+
+
+def _task(tmp_path: Path, source: str = GEMV, name: str = "gemv") -> Any:
+    return load_cpp_task(write_task(tmp_path / name, source, GEMV_TOML, "gemv"))
+
+
+def _served(task: Any, cache: Path, plan: CallPlan) -> list[TimedCall]:
+    built, log = build_library(task, cache)
+    assert built is not None, log
+    run_library(task, built, [], 30.0, calls=plan)
+    return plan.made
+
+
+@needs_gxx
+def test_each_call_is_on_fresh_inputs_and_its_sketch_is_its_outputs(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    plan = CallPlan(
+        sizes={"M": 64, "N": 128}, least=3, most=3, then=[({"M": 7, "N": 9}, 5, (11, 12))]
+    )
+    made = _served(task, tmp_path / "cache", plan)
+    assert [c.timed for c in made] == [True, True, True, False]
+    assert len({c.seed for c in made[:3]}) == 3  # drawn afresh for each call
+    for c in made:
+        ins = inputs_of(task, c.sizes, c.seed)
+        want = sketch.sketch_of(ins["A"] @ ins["x"], c.signs)
+        why, _ = sketch.problem("y", c.sketch["y"], want, c.sizes["M"], 1e-9, 1e-9)
+        assert why == ""
+        assert 0 <= c.reported_s <= c.wall_s  # the controller's clock holds the wrapper's
+    assert made[-1].sizes == {"M": 7, "N": 9} and made[-1].seed == 5
+
+
+@needs_gxx
+def test_calls_that_go_wrong_after_the_trials_are_caught(tmp_path: Path, verifier: Any) -> None:
+    task, bad = _task(tmp_path), _task(tmp_path, LATER_WRONG, "later")
+    plan = CallPlan(sizes=dict(task.bench), least=5, most=5)
+    made = _served(bad, tmp_path / "cache", plan)
+    why, _ = audit_calls(verifier, task, made, [0.01], set())
+    assert why.startswith("timed call 4 of 5: output 'y' differs from the C++ function's")
+
+
+@needs_gxx
+def test_a_right_drop_in_passes_its_audit(tmp_path: Path, verifier: Any) -> None:
+    task = _task(tmp_path)
+    made = _served(task, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=4, most=4))
+    why, allowance = audit_calls(verifier, task, made, [0.01], set())
+    assert why == "" and 0 < allowance < 0.05
+    _, charged = timed_seconds(made, allowance)
+    assert unseen_problem(made, charged) == ""  # its own clock saw its time
+
+
+@needs_gxx
+def test_a_wrapper_made_to_under_report_is_held_to_the_controllers_clock(
+    tmp_path: Path, verifier: Any
+) -> None:
+    task, slow = _task(tmp_path), _task(tmp_path, SLOW_HIDDEN, "slow")
+    made = _served(slow, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=4, most=4))
+    assert all(c.reported_s == 0.0 for c in made)  # what its own clock says
+    why, allowance = audit_calls(verifier, task, made, [0.01], set())
+    seconds, charged = timed_seconds(made, allowance)
+    assert why == ""  # its outputs are right
+    assert statistics.median(seconds) >= 0.019 and charged >= 4 * 0.019
+    assert unseen_problem(made, charged).startswith("timing refused: a call took")
+
+
+def test_timed_seconds_never_below_what_the_wrapper_reported() -> None:
+    def call(reported: float, wall: float) -> TimedCall:
+        return TimedCall({}, 1, (1, 2), reported, wall, {})
+
+    seconds, charged = timed_seconds([call(0.010, 0.0101), call(0.001, 0.0100)], 0.0002)
+    assert seconds == pytest.approx([0.010, 0.0098]) and charged == pytest.approx(0.0088)
