@@ -19,11 +19,17 @@ case "${1:-} ${2:-}" in
   *) echo "usage: bash .ci/device.sh tests [FILES] | suite kb-a|kb-b|rest|GLOB | run CMD" >&2; exit 2 ;;
 esac
 out=${OUT:-device-out}; mkdir -p "$out"
-site=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --target "$site" .whl/*.whl || exit 1
+# the wheels, installed once a machine (a warm machine keeps them between calls)
+site=$HOME/.kw-site-$(ls -l .whl | md5sum | cut -c1-12)
+if [ ! -f "$site/.done" ]; then
+  rm -rf "$site"; mkdir -p "$site"
+  python3 -m pip install -q --no-index --no-deps --target "$site" .whl/*.whl || exit 1
+  python3 -m compileall -q -j 8 "$site" >/dev/null 2>&1
+  touch "$site/.done"
+fi
 export PYTHONPATH="$site"
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
-python3 -m compileall -q -j 8 "$site" agent tools memory evals prompts >/dev/null 2>&1
+python3 -m compileall -q -j 8 agent tools memory evals prompts >/dev/null 2>&1
 export PATH="$HOME/.local/bin:$PATH"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 case "${1:-}" in
