@@ -20,7 +20,7 @@ case "${1:-} ${2:-}" in
 esac
 out=${OUT:-device-out}; mkdir -p "$out"
 # the wheels, installed once a machine (a warm machine keeps them between calls)
-site=$HOME/.kw-site-$(ls -l .whl | md5sum | cut -c1-12)
+site=$HOME/.kw-site-$(du -b .whl/* | md5sum | cut -c1-12)
 if [ ! -f "$site/.done" ]; then
   rm -rf "$site"; mkdir -p "$site"
   python3 -m pip install -q --no-index --no-deps --target "$site" .whl/*.whl || exit 1
