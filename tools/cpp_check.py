@@ -520,8 +520,8 @@ def audit_calls(
     time by the controller's clock is not the call's own. The C++ function serves the same
     calls (the seeds and the signs of all, or of a random sample where that would take too
     long, and always of the untimed ones after the timing) in its own worker: the sketches are
-    compared, and the function's own calls say what the wrapper and the channel add to a
-    call's time by that clock (its copies and the command's trip)."""
+    compared, and the function's own calls say what the channel adds to a call's time by
+    that clock (the command's trip: the wrapper's copies are made before it)."""
     o = verifier.options
     per_call_s = (statistics.median(cpu_ms) / 1e3) if cpu_ms else 1.0
     timed = [i for i, c in enumerate(made) if c.timed]
@@ -552,11 +552,11 @@ def audit_calls(
                 why = why.replace("the reference kernel's", "the C++ function's")
                 return f"{call}: {why}", 0.0
     overhead = [max(0.0, c.wall_s - c.reported_s) for c in truth.made]
-    return "", (1.5 * max(overhead) if overhead else 0.0) + CHANNEL_S
+    return "", (2 * statistics.median(overhead) if overhead else 0.0) + CHANNEL_S
 
 
-# What a served call's trip adds by the controller's clock beyond the function's own copies:
-# the command and the reply through pipes to a worker that polls for them.
+# What a served call's trip may add by the controller's clock beyond twice what the function's
+# own calls show (the command and the reply, through pipes to a worker that polls for them).
 CHANNEL_S = 50e-6
 
 

@@ -41,7 +41,7 @@ from .errors import KernelwrightError, TaskError, ToolMissingError
 from .protocol import Expect
 from .sandbox import Sandbox, WorkerFailure
 
-WRAPPER_VERSION = 1  # bump when the wrapper or the worker's calling convention changes
+WRAPPER_VERSION = 2  # bump when the wrapper or the worker's calling convention changes
 _WORKER = [sys.executable, "-m", "kernelwright.tools.cpp_worker"]
 
 
@@ -106,18 +106,24 @@ def _buffer(ctype: str) -> str:
 
 
 def wrapper_source(task: CppTask) -> str:
-    """The `extern "C"` entry point the reference's worker calls:
-    `int kw_call(void* const* p, const long long* n, double* seconds)`, one pointer and one
-    element count per argument in the task's order; 0, or an error kw_error() describes."""
+    """The `extern "C"` entry points the reference's worker calls, one pointer and one element
+    count per argument in the task's order; each returns 0, or an error kw_error() describes:
+
+    - `int kw_call(void* const* p, const long long* n, double* seconds)`: one whole call;
+    - the same in three steps, so that a timed call is only the function's own
+      (cpp_worker's served calls): `kw_prepare(p, n)` builds the arguments (the vectors'
+      copies), `kw_invoke(seconds)` calls and times the function, `kw_finish()` copies the
+      outputs back."""
     roles = {a.name: a.role for a in task.args}
-    before, call, after = [], [], []
+    state, before, call, after = [], [], [], []
     for i, p in enumerate(task.params):
         e, b = _elem(p), _buffer(_elem(p))
         count = f"kw_n[{i}] / 2" if p.complex else f"kw_n[{i}]"
         src = f"static_cast<{b}*>(kw_p[{i}])"
         back = roles[p.name] in ("out", "inout") and p.writable
         if p.kind == "vector":
-            before.append(f"std::vector<{e}> kw_a{i}({src}, {src} + {count});")
+            state.append(f"static std::vector<{e}> kw_a{i};")
+            before.append(f"kw_a{i}.assign({src}, {src} + {count});")
             if back:
                 after.append(
                     f"if (kw_a{i}.size() != static_cast<std::size_t>({count})) "
@@ -126,7 +132,7 @@ def wrapper_source(task: CppTask) -> str:
                 after.append(f"std::copy(kw_a{i}.begin(), kw_a{i}.end(), {src});")
             call.append(f"kw_a{i}")
         elif p.kind == "array":
-            before.append(f"std::array<{e}, {p.extent}> kw_a{i};")
+            state.append(f"static std::array<{e}, {p.extent}> kw_a{i};")
             before.append(f"std::copy({src}, {src} + {p.extent}, kw_a{i}.begin());")
             if back:
                 after.append(f"std::copy(kw_a{i}.begin(), kw_a{i}.end(), {src});")
@@ -135,14 +141,16 @@ def wrapper_source(task: CppTask) -> str:
             call.append(f"static_cast<{'const ' if p.const else ''}{e}*>(kw_p[{i}])")
         else:
             value = f"*{src}" if b == e else f"static_cast<{e}>(*{src})"
-            before.append(f"{e} kw_a{i} = {value};")
+            state.append(f"static {e} kw_a{i};")
+            before.append(f"kw_a{i} = {value};")
             if back:
                 after.append(f"*{src} = kw_a{i};" if b == e else f"*{src} = kw_a{i} ? 1 : 0;")
             call.append(f"kw_a{i}")
     target = f"{task.scope}{task.function}({', '.join(call)})"
     if task.returns:
         r = len(task.params)
-        invoke = f"{task.returns} kw_result = {target};"
+        state.append(f"static {task.returns} kw_result;")
+        invoke = f"kw_result = {target};"
         b = _buffer(task.returns)
         after.append(
             f"*static_cast<{b}*>(kw_p[{r}]) = "
@@ -150,36 +158,81 @@ def wrapper_source(task: CppTask) -> str:
         )
     else:
         invoke = f"{target};"
-    body = "\n".join(
-        "        " + line
-        for line in [
-            *before,
-            "auto kw_t0 = std::chrono::steady_clock::now();",
-            invoke,
-            "*kw_seconds = std::chrono::duration<double>("
-            "std::chrono::steady_clock::now() - kw_t0).count();",
-            *after,
-            "return 0;",
-        ]
-    )
+    n_args = len(task.params) + (1 if task.returns else 0)
+
+    def body(lines: list[str]) -> str:
+        return "\n".join("        " + line for line in lines)
+
+    timed = [
+        "auto kw_t0 = std::chrono::steady_clock::now();",
+        invoke,
+        "*kw_seconds = std::chrono::duration<double>("
+        "std::chrono::steady_clock::now() - kw_t0).count();",
+    ]
+    saved = "void* const* kw_p = kw_saved_p; const long long* kw_n = kw_saved_n; (void)kw_n;"
+    state_text = "\n".join(state)
     return f"""
-// kernelwright: the reference's entry point, generated for {task.function}() (v{WRAPPER_VERSION})
+// kernelwright: the reference's entry points, generated for {task.function}() (v{WRAPPER_VERSION})
 static char kw_message[1024];
 static int kw_fail(const char* what) {{
     std::snprintf(kw_message, sizeof kw_message, "%s", what);
     return 2;
 }}
-extern "C" const char* kw_error(void) {{ return kw_message; }}
-extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seconds) {{
-    (void)kw_n;
-    try {{
-{body}
-    }} catch (const std::exception& kw_e) {{
-        std::snprintf(kw_message, sizeof kw_message, "threw an exception: %s", kw_e.what());
-    }} catch (...) {{
+static int kw_threw(const char* what) {{
+    if (what == nullptr) {{
         std::snprintf(kw_message, sizeof kw_message, "threw an exception (not a std::exception)");
+    }} else {{
+        std::snprintf(kw_message, sizeof kw_message, "threw an exception: %s", what);
     }}
     return 1;
+}}
+static void* kw_saved_p[{max(1, n_args)}];
+static long long kw_saved_n[{max(1, n_args)}];
+{state_text}
+extern "C" const char* kw_error(void) {{ return kw_message; }}
+extern "C" int kw_prepare(void* const* kw_p, const long long* kw_n) {{
+    for (int kw_i = 0; kw_i < {n_args}; ++kw_i) {{
+        kw_saved_p[kw_i] = kw_p[kw_i];
+        kw_saved_n[kw_i] = kw_n[kw_i];
+    }}
+    try {{
+{body(before)}
+        return 0;
+    }} catch (const std::exception& kw_e) {{
+        return kw_threw(kw_e.what());
+    }} catch (...) {{
+        return kw_threw(nullptr);
+    }}
+}}
+extern "C" int kw_invoke(double* kw_seconds) {{
+    {saved}
+    (void)kw_p;
+    try {{
+{body(timed)}
+        return 0;
+    }} catch (const std::exception& kw_e) {{
+        return kw_threw(kw_e.what());
+    }} catch (...) {{
+        return kw_threw(nullptr);
+    }}
+}}
+extern "C" int kw_finish(void) {{
+    {saved}
+    (void)kw_p;
+    try {{
+{body(after)}
+        return 0;
+    }} catch (const std::exception& kw_e) {{
+        return kw_threw(kw_e.what());
+    }} catch (...) {{
+        return kw_threw(nullptr);
+    }}
+}}
+extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seconds) {{
+    int kw_code = kw_prepare(kw_p, kw_n);
+    if (kw_code == 0) kw_code = kw_invoke(kw_seconds);
+    if (kw_code == 0) kw_code = kw_finish();
+    return kw_code;
 }}
 """
 

@@ -16,8 +16,9 @@ nothing of the user's, a capped scratch), then serves one job from the controlle
             then, where the job has "calls": true, timed calls the controller asks for one at
             a time, each on inputs made from a seed it sends only then:
          <- {"cmd": "make", "sizes", "seed"}  -> {"type": "made"}  (inputs and poisoned
-            outputs ready; nothing timed)
-         <- {"cmd": "call", "signs": [a, b]}  -> {"type": "called", "seconds"}, then
+            outputs ready, the wrapper's arguments built from them: kw_prepare; nothing timed)
+         <- {"cmd": "call", "signs": [a, b]}  -> {"type": "called", "seconds"} (kw_invoke:
+            the function's call alone), then the outputs copied back (kw_finish) and
             {"type": "sketch", "sketch": {output: sketch.sketch_of(its values, signs)}}
          <- {"cmd": "end"}
   either -> {"type": "done"}, or {"type": "error", "error"} (a C++ exception, a resize, an
@@ -115,7 +116,14 @@ class _Reference:
             ctypes.POINTER(ctypes.c_double),
         ]
         self.lib.kw_error.restype = ctypes.c_char_p
+        self.lib.kw_prepare.restype = ctypes.c_int
+        self.lib.kw_prepare.argtypes = self.lib.kw_call.argtypes[:2]
+        self.lib.kw_invoke.restype = ctypes.c_int
+        self.lib.kw_invoke.argtypes = [ctypes.POINTER(ctypes.c_double)]
+        self.lib.kw_finish.restype = ctypes.c_int
+        self.lib.kw_finish.argtypes = []
         self.maker = maker
+        self._staged: Any = None  # the pointers and counts kw_prepare was given, kept alive
 
     def inputs(self, sizes: dict[str, int], seed: int, inits: dict[str, str]) -> dict[str, Any]:
         import numpy as np
@@ -184,23 +192,50 @@ class _Reference:
                 arrays[a.name] = ins[a.name].copy()
         return arrays
 
-    def invoke(self, arrays: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """The call itself on prepared arguments: its out and inout arrays, its seconds."""
+    def _pointers(self, arrays: dict[str, Any]) -> tuple[Any, Any]:
         import ctypes
         import math
 
-        task = self.task
-        ptrs = (ctypes.c_void_p * len(task.args))(*(arrays[a.name].ctypes.data for a in task.args))
-        counts = (ctypes.c_longlong * len(task.args))(
-            *(math.prod(arrays[a.name].shape) for a in task.args)
-        )
-        seconds = ctypes.c_double(0.0)
-        code = self.lib.kw_call(ptrs, counts, ctypes.byref(seconds))
+        args = self.task.args
+        ptrs = (ctypes.c_void_p * len(args))(*(arrays[a.name].ctypes.data for a in args))
+        counts = (ctypes.c_longlong * len(args))(*(math.prod(arrays[a.name].shape) for a in args))
+        return ptrs, counts
+
+    def _ok(self, code: int) -> None:
         if code != 0:
             message = (self.lib.kw_error() or b"").decode(errors="replace")
-            raise Problem(f"{task.function}() {message}")
-        outs = {a.name: arrays[a.name] for a in task.args if a.role in ("out", "inout")}
-        return outs, float(seconds.value)
+            raise Problem(f"{self.task.function}() {message}")
+
+    def _outs(self, arrays: dict[str, Any]) -> dict[str, Any]:
+        return {a.name: arrays[a.name] for a in self.task.args if a.role in ("out", "inout")}
+
+    def invoke(self, arrays: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """The call itself on prepared arguments: its out and inout arrays, its seconds."""
+        import ctypes
+
+        ptrs, counts = self._pointers(arrays)
+        seconds = ctypes.c_double(0.0)
+        self._ok(self.lib.kw_call(ptrs, counts, ctypes.byref(seconds)))
+        return self._outs(arrays), float(seconds.value)
+
+    def stage(self, arrays: dict[str, Any]) -> None:
+        """The wrapper's arguments built from prepared arrays (its copies), before a call."""
+        self._staged = self._pointers(arrays)
+        self._ok(self.lib.kw_prepare(*self._staged))
+
+    def run_staged(self) -> float:
+        """The staged call, the function's own and nothing else: its seconds."""
+        import ctypes
+
+        seconds = ctypes.c_double(0.0)
+        self._ok(self.lib.kw_invoke(ctypes.byref(seconds)))
+        return float(seconds.value)
+
+    def finish_staged(self, arrays: dict[str, Any]) -> dict[str, Any]:
+        """The staged call's outputs, copied back into `arrays`."""
+        self._ok(self.lib.kw_finish())
+        self._staged = None
+        return self._outs(arrays)
 
 
 def _contract(ref: _Reference, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
@@ -290,10 +325,12 @@ def _serve_calls(ref: _Reference, reader: FrameReader, out: int) -> None:
             ins = ref.inputs(sizes, int(cmd["seed"]), {})
             prepared = (sizes, ref.prepare(sizes, ins, POISONS[0]))
             del ins
+            ref.stage(prepared[1])  # the wrapper's copies: not in the call's time
             write_message(out, {"type": "made"})
         elif kind == "call" and prepared is not None:
-            outs, seconds = ref.invoke(prepared[1])
+            seconds = ref.run_staged()
             write_message(out, {"type": "called", "seconds": seconds})
+            outs = ref.finish_staged(prepared[1])
             signs = (int(cmd["signs"][0]), int(cmd["signs"][1]))
             sketches = {n: sketch_of(outs[n], signs) for n in names}
             prepared = None  # each set of inputs serves one call

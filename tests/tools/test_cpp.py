@@ -337,7 +337,7 @@ def test_a_quoted_include_is_refused(tmp_path: Path) -> None:
 @needs_gxx
 def test_vectors_and_scalars_through_the_wrapper(tmp_path: Path, cpp_cache: Path) -> None:
     task = load_cpp_task(write_task(tmp_path, GEMV, GEMV_TOML, "gemv"))
-    assert "std::vector<double> kw_a0(" in wrapper_source(task)
+    assert "static std::vector<double> kw_a0;" in wrapper_source(task)
     sizes = [{"M": 3, "N": 5}, {"M": 17, "N": 33}]
     results = reference_outputs(task, [ReferenceTrial(s, 11) for s in sizes], cpp_cache)
     for s, r in zip(sizes, results, strict=True):

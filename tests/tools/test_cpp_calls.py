@@ -86,7 +86,7 @@ def test_a_right_drop_in_passes_its_audit(tmp_path: Path, verifier: Any) -> None
     task = _task(tmp_path)
     made = _served(task, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=4, most=4))
     why, allowance = audit_calls(verifier, task, made, [0.01], set())
-    assert why == "" and 0 < allowance < 0.05
+    assert why == "" and 0 < allowance < 0.01  # the channel's trip: no copies in it
     _, charged = timed_seconds(made, allowance)
     assert unseen_problem(made, charged) == ""  # its own clock saw its time
 
@@ -111,3 +111,15 @@ def test_timed_seconds_never_below_what_the_wrapper_reported() -> None:
 
     seconds, charged = timed_seconds([call(0.010, 0.0101), call(0.001, 0.0100)], 0.0002)
     assert seconds == pytest.approx([0.010, 0.0098]) and charged == pytest.approx(0.0088)
+
+
+@needs_gxx
+def test_the_wrappers_copies_are_not_in_a_calls_time(tmp_path: Path, verifier: Any) -> None:
+    """A 128 MiB input's copies into the wrapper's vectors are made before the timed call (on
+    "make"): the controller's clock then sees the function's call and the channel alone, so a
+    drop-in cannot hide its work behind the copies' time."""
+    task = _task(tmp_path)
+    big = {"M": 2048, "N": 8192}
+    made = _served(task, tmp_path / "cache", CallPlan(given=[(big, 1, (2, 3)), (big, 4, (5, 6))]))
+    extra = [c.wall_s - c.reported_s for c in made]
+    assert all(0 <= x < 0.005 for x in extra), extra
