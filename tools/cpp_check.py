@@ -442,7 +442,11 @@ def check_host(verifier: Verifier, task: CppTask, candidate: Any) -> CheckReport
                        compile=compiled, device=device)  # fmt: skip
     timed = [c for c in calls.made if c.timed][HOST_WARMUP:]
     seconds, charged = timed_seconds(timed, allowance_s)
-    if refused := unseen_problem(timed, charged):
+    if timed and not statistics.median(seconds) > 0:
+        refused = "timing refused: its calls took no time the controller's clock could tell apart"
+    else:
+        refused = unseen_problem(timed, charged)
+    if refused:
         check = CheckResult(ok=True, reason=reason_ok(done), trials=tuple(done),
                             reference="C++ reference")  # fmt: skip
         return _report(task, candidate, t0, verdict="implausible", reason=refused, check=check,
