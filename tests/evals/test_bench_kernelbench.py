@@ -166,3 +166,14 @@ def test_the_two_checks_read_as_built_then_kept() -> None:
         "load_inline, second check: correct, whole command 14.0 s, import 2.1 s; "
         "kw_relu_mlp_ext cached in 0.04 s",
     ]
+
+
+def test_a_commands_gpu_base_is_read_once_the_last_ones_memory_is_freed() -> None:
+    """The GPU's memory in use is read until it stops falling: a check's workers, just killed,
+    still hold theirs for a moment, and a base read then hid the next command's use."""
+    gib = 1 << 30
+    readings = iter([8 * gib, 6 * gib, 3 * gib, 1 * gib, 1 * gib, 1 * gib])
+    assert bench.settle_gpu(lambda: next(readings), step_s=0.0) == 1 * gib
+    assert bench.settle_gpu(None) is None
+    falling = iter(range(100 * gib, 0, -gib))
+    assert bench.settle_gpu(lambda: next(falling), most_s=0.05, step_s=0.01) > 0  # stops anyway
