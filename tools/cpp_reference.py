@@ -558,7 +558,11 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
             wall = time.perf_counter() - t0
             sketched, _ = box.receive(timeout_s, f"sketching {where}", Expect(sizes=()))
             sketch = sketched.get("sketch")
-            if called.get("type") != "called" or not isinstance(sketch, dict):
+            if (
+                called.get("type") != "called"
+                or not isinstance(sketch, dict)
+                or not all(isinstance(sketch.get(n), list) for n in names)
+            ):  # what a worker sends is the candidate's to write: its shape is checked here
                 raise WorkerFailure("crashed", f"{what}'s worker sent no valid call")
             plan.made.append(
                 TimedCall(
@@ -567,7 +571,7 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
                     signs=signs,
                     reported_s=_seconds(called.get("seconds")),
                     wall_s=wall,
-                    sketch={n: list(sketch.get(n) or [])[:16] for n in names},
+                    sketch={n: list(sketch[n])[:16] for n in names},
                     timed=timed,
                 )
             )

@@ -123,3 +123,32 @@ def test_the_wrappers_copies_are_not_in_a_calls_time(tmp_path: Path, verifier: A
     made = _served(task, tmp_path / "cache", CallPlan(given=[(big, 1, (2, 3)), (big, 4, (5, 6))]))
     extra = [c.wall_s - c.reported_s for c in made]
     assert all(0 <= x < 0.005 for x in extra), extra
+
+
+class _Forged:
+    """A drop-in's worker whose channel the drop-in wrote: a sketch that is not a list."""
+
+    def __init__(self, sketch: Any) -> None:
+        self.replies = iter(
+            [{"type": "made"}, {"type": "called", "seconds": 0.001}, {"type": "sketch", **sketch}]
+        )
+        self.sent: list[dict[str, Any]] = []
+
+    def spin(self, seconds: float) -> None:
+        pass
+
+    def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+        self.sent.append(header)
+
+    def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
+        return next(self.replies), []
+
+
+@pytest.mark.parametrize("sketch", [{"sketch": {"y": 5}}, {"sketch": [1, 2]}, {}])
+def test_a_call_whose_reply_is_not_a_sketch_is_a_crash(tmp_path: Path, sketch: Any) -> None:
+    from kernelwright.tools.cpp_reference import _serve_calls
+    from kernelwright.tools.sandbox import WorkerFailure
+
+    task = _task(tmp_path)
+    with pytest.raises(WorkerFailure, match="sent no valid call"):
+        _serve_calls(_Forged(sketch), task, CallPlan(sizes={"M": 2, "N": 2}, least=1), 5.0, "x")  # type: ignore[arg-type]
