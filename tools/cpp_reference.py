@@ -41,7 +41,7 @@ from .errors import KernelwrightError, TaskError, ToolMissingError
 from .protocol import Expect
 from .sandbox import Sandbox, WorkerFailure
 
-WRAPPER_VERSION = 2  # bump when the wrapper or the worker's calling convention changes
+WRAPPER_VERSION = 3  # bump when the wrapper or the worker's calling convention changes
 _WORKER = [sys.executable, "-m", "kernelwright.tools.cpp_worker"]
 
 
@@ -239,11 +239,28 @@ extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seco
 
 def translation_unit(task: CppTask, host: str | None = None) -> str:
     """What g++ builds: the wrapper's headers, the user's file as it is (its errors read
-    `name.cpp:LINE`), then the wrapper; or, for nvcc, a drop-in host file in its place."""
-    name = "best_host.cu" if host is not None else Path(task.source_path).name
+    `name.cpp:LINE`), then the wrapper. For nvcc, a drop-in host file alone, after the same
+    headers: its wrapper is a translation unit of its own (wrapper_unit), so nothing the
+    drop-in defines (a macro that rewrites the wrapper's clock or its copies) reaches it."""
     headers = "".join(f"#include <{h}>\n" for h in _HEADERS)
-    code = task.source if host is None else host
-    return f'{headers}#line 1 "{name}"\n{code}\n#line 1 "kw_wrapper.cpp"\n' + wrapper_source(task)
+    if host is not None:
+        return f'{headers}#line 1 "best_host.cu"\n{host}\n'
+    name = Path(task.source_path).name
+    return f'{headers}#line 1 "{name}"\n{task.source}\n#line 1 "kw_wrapper.cpp"\n' + wrapper_source(
+        task
+    )
+
+
+def wrapper_unit(task: CppTask) -> str:
+    """A drop-in host file's wrapper, compiled on its own and linked with it: the headers, the
+    function declared as the user's file declares it (in its namespaces), the wrapper."""
+    headers = "".join(f"#include <{h}>\n" for h in _HEADERS)
+    spaces = [n for n in task.scope.split("::") if n]
+    opened = "".join(f"namespace {n} {{ " for n in spaces)
+    closed = " }" * len(spaces)
+    params = ", ".join(p.decl for p in task.params)
+    declared = f"{opened}{task.returns or 'void'} {task.function}({params});{closed}\n"
+    return f'{headers}#line 1 "kw_wrapper.cpp"\n{declared}' + wrapper_source(task)
 
 
 # --- building ------------------------------------------------------------------------------
@@ -264,6 +281,7 @@ def build_key(task: CppTask, host: str | None = None, arch: str = "") -> str:
     blob = json.dumps(
         {
             "unit": translation_unit(task, host),
+            "wrapper_unit": wrapper_unit(task) if host is not None else "",
             "std": task.std,
             "flags": list(task.flags) if host is None else ["nvcc", arch],
             "compiler": _compiler("g++" if host is None else "nvcc"),
@@ -321,6 +339,7 @@ def build_library(
         return Library(path, key, what), ""
     job = {
         "source": translation_unit(task, host),
+        "wrapper": wrapper_unit(task) if host is not None else "",
         "user_source": task.source if host is None else host,
         "filename": Path(task.source_path).name if host is None else "best_host.cu",
         "std": task.std if host is None else "c++17",  # a host file: the signature's types

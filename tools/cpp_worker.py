@@ -4,7 +4,8 @@ It confines itself first (confine.py: its own namespaces, a view of the software
 nothing of the user's, a capped scratch), then serves one job from the controller
 (cpp_reference.py), as protocol.py frames it:
 
-  build  <- {"source", "filename", "std", "flags", "timeout_s", "compiler", "arch"}
+  build  <- {"source", "filename", "std", "flags", "timeout_s", "compiler", "arch", "wrapper"?}
+            ("wrapper": a drop-in host file's wrapper, compiled as a unit of its own)
          -> {"type": "built", "ok", "log", "notes"} + [the shared library, where it built]
   run    <- {"task", "trials": [{sizes, seed, inits, contract, repeats?}], "files"}
             + [the library]
@@ -71,6 +72,10 @@ def _build(job: dict[str, Any], out: int, notes: list[str]) -> None:
     if compiler == "nvcc":  # host code through nvcc: its options for the host compiler
         cmd = [found, "-O3", f"-std={job['std']}", f"-arch={job.get('arch', 'sm_90')}"]
         cmd += ["-Xcompiler", "-fPIC", "-shared", "-o", "kw_reference.so", filename]
+        if job.get("wrapper"):  # a translation unit of its own, linked with the drop-in
+            with open("kw_wrapper.cpp", "w") as f:
+                f.write(str(job["wrapper"]))
+            cmd.append("kw_wrapper.cpp")
     else:
         cmd += ["-shared", "-fPIC", "-o", "kw_reference.so", filename]
     timeout = float(job.get("timeout_s", 120))

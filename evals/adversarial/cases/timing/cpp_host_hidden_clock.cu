@@ -1,4 +1,4 @@
-// expect: implausible (escaped its clock) — a drop-in that rewrites, with a macro, the clock of the wrapper compiled after it: its calls report no time
+// expect: correct (speedup 0-1.3) — a drop-in that rewrites, with a macro, the clock of a wrapper in the same translation unit: the wrapper is a unit of its own
 // task: cpp/gemv
 // kernelwright: drop-in host function for gemv() from gemv.cpp, with the same signature.
 // It allocates device memory, copies the arguments in, launches the verified kernel below,
@@ -97,7 +97,8 @@ void gemv(const std::vector<double>& A, const std::vector<double>& x, std::vecto
 }
 
 
-// The wrapper that calls gemv() and times it is compiled after this file, in the same
-// translation unit: a function-like macro turns its std::chrono ...count() into zero. Before
-// the fifteenth session its end-to-end time was what that clock said.
+// The wrapper that calls gemv() and times it was compiled after this file, in the same
+// translation unit, until the fifteenth session: this function-like macro turned its
+// std::chrono ...count() into zero. The wrapper is now a translation unit of its own, linked
+// with the drop-in, and the macro reaches nothing: the drop-in is the honest control's.
 #define count() count() * 0.0
