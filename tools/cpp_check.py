@@ -32,6 +32,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -433,7 +434,7 @@ def check_host(verifier: Verifier, task: CppTask, candidate: Any) -> CheckReport
             return _report(task, candidate, t0, verdict="wrong", reason=reason, check=check,
                            compile=compiled, device=device)  # fmt: skip
     try:
-        why, allowance_s = audit_calls(verifier, task, calls.made, cpu_ms, pin)
+        why, allowance = audit_calls(verifier, task, calls.made, cpu_ms, pin)
     except KernelwrightError as exc:
         return _report(task, candidate, t0, verdict="error", reason=str(exc), compile=compiled)
     if why:
@@ -441,7 +442,7 @@ def check_host(verifier: Verifier, task: CppTask, candidate: Any) -> CheckReport
         return _report(task, candidate, t0, verdict="wrong", reason=why, check=check,
                        compile=compiled, device=device)  # fmt: skip
     timed = [c for c in calls.made if c.timed][HOST_WARMUP:]
-    seconds, charged = timed_seconds(timed, allowance_s)
+    seconds, charged = timed_seconds(timed, allowance)
     if timed and not statistics.median(seconds) > 0:
         refused = "timing refused: its calls took no time the controller's clock could tell apart"
     else:
@@ -481,12 +482,34 @@ HOST_WARMUP = 1
 AUDIT_SECONDS = 4.0
 
 
-def timed_seconds(calls: list[TimedCall], allowance_s: float) -> tuple[list[float], float]:
+@dataclass(frozen=True)
+class Allowance:
+    """What the controller's clock may see of a served call beyond the drop-in's own work, from
+    the C++ function's calls in its own worker: the call's trip (`call_s`), and the staging of
+    its arguments (`stage_s`: the wrapper's copies, the same code on the same sizes)."""
+
+    call_s: float
+    stage_s: float
+
+
+# The staging's time may exceed the C++ function's by this factor before the rest is counted
+# as the drop-in's (copies of the same bytes by the same code vary by a few percent).
+STAGE_SLACK = 1.25
+
+
+def timed_seconds(calls: list[TimedCall], allowance: Allowance) -> tuple[list[float], float]:
     """Each timed call's seconds, and their sum that the drop-in's own clock left out (pure):
-    what its wrapper reported, but never less than the controller's clock saw less what the
-    C++ function's own calls show the wrapper and the channel add (`allowance_s`). The wrapper
-    is compiled with the drop-in, which can make it report anything."""
-    seconds = [max(c.reported_s, c.wall_s - allowance_s) for c in calls]
+    what its wrapper reported, but never less than the controller's clock saw of the call and
+    of its staging less what the C++ function's own calls show they take (`allowance`). The
+    wrapper is linked with the drop-in, whose code can make it report anything, and can run
+    while the arguments are staged (a replaced operator new, say)."""
+    seconds = [
+        max(
+            c.reported_s,
+            c.wall_s - allowance.call_s + max(0.0, c.stage_s - allowance.stage_s),
+        )
+        for c in calls
+    ]
     charged = sum(s - c.reported_s for s, c in zip(seconds, calls, strict=True))
     return seconds, charged
 
@@ -519,13 +542,13 @@ def audit_calls(
     made: list[TimedCall],
     cpu_ms: list[float],
     pin: set[int],
-) -> tuple[str, float]:
-    """Why the drop-in's served calls are wrong ("" if they are not), and how much of a call's
-    time by the controller's clock is not the call's own. The C++ function serves the same
-    calls (the seeds and the signs of all, or of a random sample where that would take too
-    long, and always of the untimed ones after the timing) in its own worker: the sketches are
-    compared, and the function's own calls say what the channel adds to a call's time by
-    that clock (the command's trip: the wrapper's copies are made before it)."""
+) -> tuple[str, Allowance]:
+    """Why the drop-in's served calls are wrong ("" if they are not), and how much of a
+    call's time and of its staging by the controller's clock is not the drop-in's own work.
+    The C++ function serves the same calls (the seeds and the signs of all, or of a random
+    sample where that would take too long, and always of the untimed ones after the timing)
+    in its own worker: the sketches are compared, and its calls say what the channel's trip
+    and the staging of the arguments take by that clock."""
     o = verifier.options
     per_call_s = (statistics.median(cpu_ms) / 1e3) if cpu_ms else 1.0
     timed = [i for i, c in enumerate(made) if c.timed]
@@ -554,9 +577,14 @@ def audit_calls(
             )
             if why:
                 why = why.replace("the reference kernel's", "the C++ function's")
-                return f"{call}: {why}", 0.0
-    overhead = [max(0.0, c.wall_s - c.reported_s) for c in truth.made]
-    return "", (2 * statistics.median(overhead) if overhead else 0.0) + CHANNEL_S
+                return f"{call}: {why}", Allowance(0.0, 0.0)
+    like = [r for i, r in zip(order, truth.made, strict=True) if made[i].timed] or truth.made
+    trip = [max(0.0, c.wall_s - c.reported_s) for c in like]
+    staged = [c.stage_s for c in like]
+    return "", Allowance(
+        call_s=(2 * statistics.median(trip) if trip else 0.0) + CHANNEL_S,
+        stage_s=(STAGE_SLACK * statistics.median(staged) if staged else 0.0) + CHANNEL_S,
+    )
 
 
 # What a served call's trip may add by the controller's clock beyond twice what the function's

@@ -514,9 +514,10 @@ def reference_outputs(
 
 @dataclass(frozen=True)
 class TimedCall:
-    """One call served after the trials (cpp_worker's "make" and "call"): where and on what
-    it ran, the seconds the library's wrapper reported, the seconds the controller saw from
-    its command to the reply, and each output's sketch with the call's signs."""
+    """One call served after the trials (cpp_worker's "make", "stage" and "call"): where and
+    on what it ran, the seconds the library's wrapper reported, the seconds the controller saw
+    from the call's command to its reply and from the staging's command to its reply, and
+    each output's sketch with the call's signs."""
 
     sizes: dict[str, int]
     seed: int
@@ -525,6 +526,7 @@ class TimedCall:
     wall_s: float
     sketch: dict[str, list[float]]
     timed: bool = True
+    stage_s: float = 0.0
 
 
 @dataclass
@@ -572,6 +574,12 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
             if made.get("type") != "made":
                 raise WorkerFailure("crashed", f"{what}'s worker made no inputs")
             t0 = time.perf_counter()
+            box.send({"cmd": "stage"})
+            staged, _ = box.receive(timeout_s, f"staging {where}", Expect(sizes=()))
+            stage = time.perf_counter() - t0
+            if staged.get("type") != "staged":
+                raise WorkerFailure("crashed", f"{what}'s worker staged no call")
+            t0 = time.perf_counter()
             box.send({"cmd": "call", "signs": list(signs)})
             called, _ = box.receive(timeout_s, f"calling {where}", Expect(sizes=()))
             wall = time.perf_counter() - t0
@@ -592,6 +600,7 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
                     wall_s=wall,
                     sketch={n: list(sketch[n])[:16] for n in names},
                     timed=timed,
+                    stage_s=stage,
                 )
             )
         box.send({"cmd": "end"})

@@ -17,7 +17,9 @@ nothing of the user's, a capped scratch), then serves one job from the controlle
             then, where the job has "calls": true, timed calls the controller asks for one at
             a time, each on inputs made from a seed it sends only then:
          <- {"cmd": "make", "sizes", "seed"}  -> {"type": "made"}  (inputs and poisoned
-            outputs ready, the wrapper's arguments built from them: kw_prepare; nothing timed)
+            outputs ready, by the harness alone)
+         <- {"cmd": "stage"}  -> {"type": "staged"}  (the wrapper's arguments built from them:
+            kw_prepare, whose time the controller's clock holds to the C++ function's)
          <- {"cmd": "call", "signs": [a, b]}  -> {"type": "called", "seconds"} (kw_invoke:
             the function's call alone), then the outputs copied back (kw_finish) and
             {"type": "sketch", "sketch": {output: sketch.sketch_of(its values, signs)}}
@@ -330,8 +332,10 @@ def _serve_calls(ref: _Reference, reader: FrameReader, out: int) -> None:
             ins = ref.inputs(sizes, int(cmd["seed"]), {})
             prepared = (sizes, ref.prepare(sizes, ins, POISONS[0]))
             del ins
-            ref.stage(prepared[1])  # the wrapper's copies: not in the call's time
             write_message(out, {"type": "made"})
+        elif kind == "stage" and prepared is not None:
+            ref.stage(prepared[1])  # the wrapper's copies: timed apart from the call
+            write_message(out, {"type": "staged"})
         elif kind == "call" and prepared is not None:
             seconds = ref.run_staged()
             write_message(out, {"type": "called", "seconds": seconds})
