@@ -30,13 +30,13 @@ from tests.tools.test_cpp import GEMV, GEMV_TOML, inputs_of, needs_gxx, write_ta
 LATER_WRONG = GEMV.replace(
     "y[i] = s;", "static long calls = 0; y[i] = (i == 0 && ++calls > 3) ? 0.0 : s;"
 )
-# Right, 20 ms a call, and its wrapper made to report none of it: the library's own
+# Right, 100 ms a call, and its wrapper made to report none of it: the library's own
 # definition of steady_clock::now() binds before libstdc++'s, in a wrapper of any unit.
 SLOW_HIDDEN = (
     "#include <chrono>\n#include <thread>\n"
     + textwrap.dedent(GEMV).replace(
         "for (std::size_t i = 0;",
-        "std::this_thread::sleep_for(std::chrono::milliseconds(20));\n"
+        "std::this_thread::sleep_for(std::chrono::milliseconds(100));\n"
         "        for (std::size_t i = 0;",
         1,
     )
@@ -104,10 +104,10 @@ def test_a_right_drop_in_passes_its_audit(tmp_path: Path, verifier: Any) -> None
     task = _task(tmp_path)
     made = _served(task, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=4, most=4))
     why, allowance = audit_calls(verifier, task, made, [0.01], set())
-    assert why == "" and 0 < allowance.call_s < 0.01  # the channel's trip: no copies in it
-    assert 0 < allowance.stage_s < 0.05
-    _, charged = timed_seconds(made, allowance)
-    assert unseen_problem(made, charged) == ""  # its own clock saw its time
+    # the channel's trip (milliseconds on a loaded 2-core machine), the copies of 64 KiB
+    assert why == "" and 0 < allowance.call_s < 0.05 and 0 < allowance.stage_s < 0.05
+    seconds, _ = timed_seconds(made, allowance)
+    assert unseen_problem(made, seconds) == ""  # its own clock saw its time
 
 
 @needs_gxx
@@ -120,8 +120,22 @@ def test_a_wrapper_made_to_under_report_is_held_to_the_controllers_clock(
     why, allowance = audit_calls(verifier, task, made, [0.01], set())
     seconds, charged = timed_seconds(made, allowance)
     assert why == ""  # its outputs are right
-    assert statistics.median(seconds) >= 0.019 and charged >= 4 * 0.019
-    assert unseen_problem(made, charged).startswith("timing refused: a call took")
+    assert statistics.median(seconds) >= 0.05 and charged >= 4 * 0.05
+    assert unseen_problem(made, seconds).startswith("timing refused: a call took")
+
+
+@needs_gxx
+def test_the_wrappers_copies_are_not_in_a_calls_time(tmp_path: Path) -> None:
+    """A 256 MiB input's copies into the wrapper's vectors are a step of their own (on
+    "stage"), timed apart: the call's time by the controller's clock is the function's call
+    and the channel's trip, a small part of the copies' even on a loaded machine."""
+    task = _task(tmp_path)
+    big = {"M": 2048, "N": 16384}
+    given = [(big, seed, (seed + 1, seed + 2)) for seed in (1, 4, 7)]
+    made = _served(task, tmp_path / "cache", CallPlan(given=given))
+    extra = statistics.median(c.wall_s - c.reported_s for c in made)
+    staging = statistics.median(c.stage_s for c in made)
+    assert 0 <= extra < 0.3 * staging, (extra, staging)
 
 
 def test_timed_seconds_never_below_what_the_wrapper_reported() -> None:
@@ -136,6 +150,19 @@ def test_timed_seconds_never_below_what_the_wrapper_reported() -> None:
         [call(0.001, 0.0012, 0.009), call(0.001, 0.0012, 0.030)], allow
     )
     assert seconds == pytest.approx([0.001, 0.021]) and charged == pytest.approx(0.020)
+
+
+def test_time_that_escaped_is_refused_only_past_the_channels_jitter() -> None:
+    def call(reported: float) -> TimedCall:
+        return TimedCall({}, 1, (1, 2), reported, 0.0, {})
+
+    tiny = [call(0.00001)] * 3  # an honest 10 us call behind 8 ms trips (a loaded machine)
+    assert unseen_problem(tiny, [0.008] * 3) == ""
+    hidden = [call(0.000001)] * 3  # reports 1 us, takes 40 ms
+    assert unseen_problem(hidden, [0.040, 0.041, 0.039]).startswith("timing refused")
+    half = [call(0.030)] * 3  # 30 ms of its own, 35 ms more unseen: refused
+    assert unseen_problem(half, [0.065] * 3).startswith("timing refused")
+    assert unseen_problem(half, [0.055] * 3) == ""  # 25 ms unseen: less than its own
 
 
 class _Forged:
