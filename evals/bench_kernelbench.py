@@ -101,12 +101,12 @@ class Sampled:
 class _Peaks:
     """Samples a process tree's host memory and the GPU's memory in use, every SAMPLE_S."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, gpu_used: Any) -> None:
         self.pid = pid
         self.host: int | None = None
         self.gpu: int | None = None
         self._stop = threading.Event()
-        self._gpu = _gpu_used_reader()
+        self._gpu = gpu_used  # _gpu_used_reader()'s, or None
         self._gpu_base = self._gpu() if self._gpu else None
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -198,7 +198,8 @@ def settle_gpu(used: Any, most_s: float = 10.0, step_s: float = SAMPLE_S) -> int
 
 def run_sampled(cmd: Sequence[str], timeout_s: float, env: dict[str, str] | None = None) -> Sampled:
     """Run `cmd` to its end (killed at the timeout), sampling its tree's memory meanwhile."""
-    settle_gpu(_gpu_used_reader())
+    gpu_used = _gpu_used_reader()
+    settle_gpu(gpu_used)
     t0 = time.perf_counter()
     with (
         subprocess.Popen(
@@ -209,7 +210,7 @@ def run_sampled(cmd: Sequence[str], timeout_s: float, env: dict[str, str] | None
             env=env,
             start_new_session=True,
         ) as proc,
-        _Peaks(proc.pid) as peaks,
+        _Peaks(proc.pid, gpu_used) as peaks,
     ):
         try:
             out, err = proc.communicate(timeout=timeout_s)

@@ -571,9 +571,8 @@ def audit_calls(
     run_library(task, built, [], o.reference_timeout_s, pin=pin, calls=truth)
     for i, ref in zip(order, truth.made, strict=True):
         cand = made[i]
-        n_timed = len(timed)
         call = (
-            f"timed call {timed.index(i) + 1} of {n_timed}"
+            f"timed call {timed.index(i) + 1} of {len(timed)}"
             if cand.timed
             else f"after the timing, at {', '.join(f'{k}={v}' for k, v in cand.sizes.items())}"
         )

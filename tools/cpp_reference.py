@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -237,12 +238,16 @@ extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seco
 """
 
 
+def _headers() -> str:
+    return "".join(f"#include <{h}>\n" for h in _HEADERS)
+
+
 def translation_unit(task: CppTask, host: str | None = None) -> str:
     """What g++ builds: the wrapper's headers, the user's file as it is (its errors read
     `name.cpp:LINE`), then the wrapper. For nvcc, a drop-in host file alone, after the same
     headers: its wrapper is a translation unit of its own (wrapper_unit), so nothing the
     drop-in defines (a macro that rewrites the wrapper's clock or its copies) reaches it."""
-    headers = "".join(f"#include <{h}>\n" for h in _HEADERS)
+    headers = _headers()
     if host is not None:
         return f'{headers}#line 1 "best_host.cu"\n{host}\n'
     name = Path(task.source_path).name
@@ -254,7 +259,7 @@ def translation_unit(task: CppTask, host: str | None = None) -> str:
 def wrapper_unit(task: CppTask) -> str:
     """A drop-in host file's wrapper, compiled on its own and linked with it: the headers, the
     function declared as the user's file declares it (in its namespaces), the wrapper."""
-    headers = "".join(f"#include <{h}>\n" for h in _HEADERS)
+    headers = _headers()
     spaces = [n for n in task.scope.split("::") if n]
     opened = "".join(f"namespace {n} {{ " for n in spaces)
     closed = " }" * len(spaces)
@@ -545,8 +550,6 @@ class CallPlan:
     made: list[TimedCall] = field(default_factory=list)
 
     def draws(self) -> Iterator[tuple[dict[str, int], int, tuple[int, int], bool]]:
-        import secrets
-
         if self.given:
             for sizes, seed, signs in self.given:
                 yield sizes, seed, signs, False

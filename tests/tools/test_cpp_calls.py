@@ -23,7 +23,6 @@ from kernelwright.tools.cpp_reference import (
     translation_unit,
     wrapper_unit,
 )
-from kernelwright.tools.verify import Verifier, VerifyOptions
 from tests.tools.test_cpp import GEMV, GEMV_TOML, inputs_of, needs_gxx, write_task
 
 # The same function, but wrong once it has been called 3 times (the trials are done by then).
@@ -52,12 +51,6 @@ SLOW_HIDDEN = (
         """
     )
 )
-
-
-@pytest.fixture
-def verifier(tmp_path: Path) -> Any:
-    with Verifier(VerifyOptions(pin_cpus=False, reference_cache_dir=str(tmp_path / "c"))) as v:
-        yield v
 
 
 def _task(tmp_path: Path, source: str = GEMV, name: str = "gemv") -> Any:

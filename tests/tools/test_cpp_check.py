@@ -25,18 +25,11 @@ from kernelwright.tools.results import KernelTiming, TimingResult
 from kernelwright.tools.serving import flat
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_candidate, load_task
-from kernelwright.tools.verify import Verifier, VerifyOptions
 from tests.conftest import EXAMPLES
 from tests.tools.test_cpp import needs_gxx
 from tests.tools.test_cpp_examples import example
 
 CPP = EXAMPLES / "cpp"
-
-
-@pytest.fixture
-def verifier(tmp_path: Path) -> Any:
-    with Verifier(VerifyOptions(pin_cpus=False, reference_cache_dir=str(tmp_path / "c"))) as v:
-        yield v
 
 
 # --- what the GPU's workers see ------------------------------------------------------------------
