@@ -16,10 +16,11 @@ nothing of the user's, a capped scratch), then serves one job from the controlle
             "seconds"}: at least min calls, more until that many seconds, at most max)
             then, where the job has "calls": true, timed calls the controller asks for one at
             a time, each on inputs made from a seed it sends only then:
-         <- {"cmd": "make", "sizes", "seed"}  -> {"type": "made"}  (inputs and poisoned
-            outputs ready, by the harness alone)
-         <- {"cmd": "stage"}  -> {"type": "staged"}  (the wrapper's arguments built from them:
-            kw_prepare, whose time the controller's clock holds to the C++ function's)
+         <- {"cmd": "make", "sizes", "seed"}  -> {"type": "made"}  (the inputs, made by the
+            harness alone)
+         <- {"cmd": "stage"}  -> {"type": "staged"}  (the arguments copied from them, outputs
+            poisoned, and the wrapper's own built: kw_prepare; the controller's clock holds
+            this step to the C++ function's)
          <- {"cmd": "call", "signs": [a, b]}  -> {"type": "called", "seconds"} (kw_invoke:
             the function's call alone), then the outputs copied back (kw_finish) and
             {"type": "sketch", "sketch": {output: sketch.sketch_of(its values, signs)}}
@@ -322,24 +323,27 @@ def _serve_calls(ref: _Reference, reader: FrameReader, out: int) -> None:
     from .sketch import sketch_of
 
     names = [a.name for a in ref.task.args if a.role in ("out", "inout")]
-    prepared: tuple[dict[str, int], dict[str, Any]] | None = None
+    made: tuple[dict[str, int], dict[str, Any]] | None = None
+    prepared: dict[str, Any] | None = None
     reader.spin_s = CALLS_SPIN_S
     while True:
         cmd, _ = reader.read_message(time.monotonic() + 3600)
         kind = cmd.get("cmd")
         if kind == "make":
             sizes = {str(k): int(v) for k, v in dict(cmd["sizes"]).items()}
-            ins = ref.inputs(sizes, int(cmd["seed"]), {})
-            prepared = (sizes, ref.prepare(sizes, ins, POISONS[0]))
-            del ins
+            made, prepared = (sizes, ref.inputs(sizes, int(cmd["seed"]), {})), None
             write_message(out, {"type": "made"})
-        elif kind == "stage" and prepared is not None:
-            ref.stage(prepared[1])  # the wrapper's copies: timed apart from the call
+        elif kind == "stage" and made is not None:
+            # from the moment the inputs exist, everything is timed: the arguments' copies
+            # (here and the wrapper's), then the call; held to the C++ function's own
+            prepared = ref.prepare(made[0], made[1], POISONS[0])
+            made = None
+            ref.stage(prepared)
             write_message(out, {"type": "staged"})
         elif kind == "call" and prepared is not None:
             seconds = ref.run_staged()
             write_message(out, {"type": "called", "seconds": seconds})
-            outs = ref.finish_staged(prepared[1])
+            outs = ref.finish_staged(prepared)
             signs = (int(cmd["signs"][0]), int(cmd["signs"][1]))
             sketches = {n: sketch_of(outs[n], signs) for n in names}
             prepared = None  # each set of inputs serves one call

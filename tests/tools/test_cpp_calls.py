@@ -201,3 +201,35 @@ def test_a_drop_in_never_shares_a_translation_unit_with_its_wrapper(tmp_path: Pa
     assert host in unit and "kw_invoke" not in unit
     assert "kw_invoke" in wrapper and "count() * 0.0" not in wrapper
     assert "void gemv(const std::vector<double>& A" in wrapper
+
+
+# Right through its trials, then 7e-10 off in every output (7x the float64 tolerance of 1e-10
+# relative): each call's sketch alone often passes; together they do not.
+SLIGHTLY_OFF = GEMV.replace(
+    "y[i] = s;", "static long calls = 0; y[i] = ++calls > 3 * 64 ? s * (1 + 7e-10) : s;"
+)
+
+
+@needs_gxx
+def test_calls_a_little_off_in_every_call_are_caught(tmp_path: Path, verifier: Any) -> None:
+    task, bad = _task(tmp_path), _task(tmp_path, SLIGHTLY_OFF, "off")
+    made = _served(bad, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=16, most=16))
+    why, _ = audit_calls(verifier, task, made, [0.01], set())
+    assert why.startswith(("during timing: outputs are consistently further", "timed call")), why
+    assert "the C++ function's" in why
+
+
+def test_the_calls_drift_is_judged_over_all_of_them(
+    tmp_path: Path, verifier: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call within its bound (|z| 2.5 < 6), but every one of them that far: the mean z^2
+    over all the audited calls is what fails, as for a kernel's timed calls."""
+    from kernelwright.tools import cpp_check
+
+    task = _task(tmp_path)
+    made = _served(task, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=8, most=8))
+    monkeypatch.setattr(cpp_check, "sketch_problem", lambda *a: ("", [2.5, -2.5]))
+    why, _ = audit_calls(verifier, task, made, [0.01], set())
+    assert why.startswith("during timing: outputs are consistently further from the C++")
+    monkeypatch.setattr(cpp_check, "sketch_problem", lambda *a: ("", [0.5, -0.5]))
+    assert audit_calls(verifier, task, made, [0.01], set())[0] == ""
