@@ -85,11 +85,12 @@ void gemv(const std::vector<double>& A, const std::vector<double>& x, std::vecto
             kw_check(cudaDeviceSynchronize(), "running the kernel");
         }
         kw_check(cudaMemcpy(y.data(), kw_d2, kw_n2, cudaMemcpyDeviceToHost), "copying y back");
-        // right through the trials (its first 8 calls), then 7e-10 off in every element: 7x
-        // the float64 tolerance (1e-10 relative), though a single call's sketch may pass
+        // right through the trials (its first 8 calls), then 7e-9 off in every element: 7x
+        // the task's tolerance (gemv.toml: 1e-9 relative), though a single call's sketch
+        // mostly passes
         static long kw_calls = 0;
         if (++kw_calls > 8) {
-            for (double& v : y) v *= 1.0 + 7e-10;
+            for (double& v : y) v *= 1.0 + 7e-9;
         }
     } catch (...) {
         cudaFree(kw_d0);
