@@ -223,8 +223,10 @@ def _max_rel(err: Any, e: Any, xp: Any = np) -> float | None:
 def runs_agree(name: str, first: np.ndarray, second: np.ndarray, atol: float, rtol: float) -> str:
     """Two runs on the same inputs with different poison must give the same answer."""
     outcome = compare(name, second, first, atol, rtol)
-    if outcome.ok:
-        return ""
+    return "" if outcome.ok else runs_differ(name)
+
+
+def runs_differ(name: str) -> str:
     return (
         f"output '{name}' differs between two runs with different poison: the kernel reads "
         f"memory it did not write, or races"

@@ -74,10 +74,7 @@ def cuda_reference(worker: Worker, cubin: bytes | None = None) -> None:
         func = task.reference_python.rsplit(":", 1)[1]
         ref_fn = getattr(load_module(str(worker.scratch / "kw_reference.py"), "kw_reference"), func)
     on_gpu = bool(worker.job["device"].get("vmm"))  # large trials compared here (devcompare)
-    trials = list(enumerate(worker.job["trials"]))
-    later = []  # the post-timing trial, when compared here: after the rounds, as it runs
-    if worker.job.get("post_last") and on_gpu and trials and trials[-1][1].get("device"):
-        later = [trials.pop()]
+    trials, later = after_rounds(worker.job, on_gpu)
     for i, trial in trials:
         _reference_trial(worker, runner, ref_fn, i, trial, on_gpu)
     _fresh_pool()
@@ -87,6 +84,19 @@ def cuda_reference(worker: Worker, cubin: bytes | None = None) -> None:
         worker.send({"type": "copies", "ms": copies(task)})
     for i, trial in later:
         _reference_trial(worker, runner, ref_fn, i, trial, on_gpu)
+
+
+def after_rounds(
+    job: dict[str, Any], on_gpu: bool
+) -> tuple[list[tuple[int, Any]], list[tuple[int, Any]]]:
+    """The job's trials the reference runs before its rounds, and those it runs after them
+    (the controller's "after_rounds": compared here, they run as the candidate's do, after
+    the timing), each with its index; without memory to hand over, all before."""
+    trials = list(enumerate(job["trials"]))
+    after = [int(i) for i in job.get("after_rounds") or []] if on_gpu else []
+    if not all(0 <= i < len(trials) and trials[i][1].get("device") for i in after):
+        raise ValueError(f"trials {after} cannot run after the rounds")
+    return [t for t in trials if t[0] not in after], [trials[i] for i in after]
 
 
 def _reference_trial(

@@ -20,47 +20,110 @@ if TYPE_CHECKING:
 
 
 def compare_here(worker: Worker, trial: int, kept: list[Any]) -> None:
-    """Wait for the controller's "compare" of `trial` with one memory handle per output, and
-    answer with each output's facts (or what kept it from being read)."""
+    """Serve the controller's comparisons of `trial` until it says "next": each "compare"
+    comes with one memory handle per output of one run (of one candidate process), and is
+    answered with each output's facts (or what kept it from being read). A run marked "hold"
+    stays mapped for the next one, marked "agree": the two runs are also compared with each
+    other (as correctness.runs_agree compares them on the host). `kept` is freed after."""
+    held: list[Any] = []
+    try:
+        while True:
+            cmd = worker.command()
+            if cmd.get("cmd") == "next" and cmd.get("trial") == trial:
+                return
+            if cmd.get("cmd") != "compare" or cmd.get("trial") != trial:
+                raise ValueError(
+                    f"expected the comparison of trial {trial}, got {cmd.get('cmd')!r}"
+                )
+            held = _compare_run(worker, trial, kept, cmd, held)
+    finally:
+        _unmap(held)
+        kept.clear()
+
+
+def _compare_run(
+    worker: Worker, trial: int, kept: list[Any], cmd: dict[str, Any], held: list[Any]
+) -> list[Any]:
+    """One run's outputs, mapped, compared with `kept` (and with `held`, the previous run's,
+    when the command says "agree"), answered; what the next run is compared with returned."""
     import cupy
-    import numpy as np
 
-    from . import vmm
-
-    cmd = worker.command()
-    if cmd.get("cmd") != "compare" or cmd.get("trial") != trial:
-        raise ValueError(f"expected the comparison of trial {trial}, got {cmd.get('cmd')!r}")
     outputs = cmd["outputs"]
     if len(outputs) != len(kept):
         raise ValueError(f"{len(outputs)} outputs to compare, {len(kept)} kept")
     fds = worker.receive_fds(len(outputs))
     device = cupy.cuda.Device().id
     found: list[dict[str, Any]] = []
-    for exp, want, fd in zip(kept, outputs, fds, strict=True):
-        dtype = np.dtype(str(want["dtype"]))
-        shape = tuple(int(d) for d in want["shape"])
-        size, offset = int(want["size"]), int(want["offset"])
-        nbytes = math.prod(shape) * dtype.itemsize
-        if offset < 0 or offset % dtype.itemsize or offset + nbytes > size or size > (1 << 40):
-            os.close(fd)
-            found.append({"problem": f"its memory does not hold it ({offset=}, {size=})"})
-            continue
-        try:
-            mapping = vmm.open_fd(fd, size, device)
-        except vmm.VmmError as exc:
-            found.append({"problem": f"its memory could not be mapped ({exc})"})
-            continue
-        try:
-            memory = cupy.cuda.UnownedMemory(mapping.ptr, mapping.size, mapping)
-            got = cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, offset))
-            found.append(
-                device_facts(got, exp.reshape(shape), float(want["atol"]), float(want["rtol"]))
-            )
-            del got, memory
-        finally:
-            cupy.cuda.runtime.deviceSynchronize()
-            mapping.unmap()
-    worker.send({"type": "compared", "trial": trial, "facts": found})
+    agreed: list[dict[str, Any]] = []
+    mapped: list[Any] = []
+    try:
+        for j, (exp, want, fd) in enumerate(zip(kept, outputs, fds, strict=True)):
+            got, why = _open(fd, want, device)
+            mapped.append(got)
+            if got is None:
+                found.append({"problem": why})
+                agreed.append({"problem": why})
+                continue
+            atol, rtol = float(want["atol"]), float(want["rtol"])
+            arr = got[0]
+            found.append(device_facts(arr, exp.reshape(arr.shape), atol, rtol))
+            if cmd.get("agree"):
+                before = held[j] if j < len(held) else None
+                if before is None or before[0].shape != arr.shape:
+                    agreed.append({"problem": "the previous run was not kept"})
+                else:
+                    agreed.append(device_facts(arr, before[0], atol, rtol))
+    except BaseException:
+        cupy.cuda.runtime.deviceSynchronize()
+        _unmap(mapped)
+        raise
+    finally:
+        cupy.cuda.runtime.deviceSynchronize()
+        _unmap(held)
+    reply: dict[str, Any] = {"type": "compared", "trial": trial, "facts": found}
+    if cmd.get("agree"):
+        reply["agreed"] = agreed
+    if cmd.get("hold"):
+        worker.send(reply)
+        return mapped
+    _unmap(mapped)
+    worker.send(reply)
+    return []
+
+
+def _open(fd: int, want: dict[str, Any], device: int) -> tuple[Any, str]:
+    """((array, mapping), "") for one output's memory handed over, or (None, why). bfloat16,
+    which CuPy has no type for, is read as its bits and widened to float32 (exact)."""
+    import cupy
+    import numpy as np
+
+    from . import vmm
+
+    name = str(want["dtype"])
+    bf16 = name == "bfloat16"
+    dtype = np.dtype("uint16" if bf16 else name)
+    shape = tuple(int(d) for d in want["shape"])
+    size, offset = int(want["size"]), int(want["offset"])
+    nbytes = math.prod(shape) * dtype.itemsize
+    if offset < 0 or offset % dtype.itemsize or offset + nbytes > size or size > (1 << 40):
+        os.close(fd)
+        return None, f"its memory does not hold it ({offset=}, {size=})"
+    try:
+        mapping = vmm.open_fd(fd, size, device)
+    except vmm.VmmError as exc:
+        return None, f"its memory could not be mapped ({exc})"
+    memory = cupy.cuda.UnownedMemory(mapping.ptr, mapping.size, mapping)
+    got = cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, offset))
+    if bf16:
+        got = (got.astype(cupy.uint32) << 16).view(cupy.float32)
+    return (got, mapping), ""
+
+
+def _unmap(mapped: list[Any]) -> None:
+    for m in mapped:
+        if m is not None:
+            m[1].unmap()
+    mapped.clear()
 
 
 BLOCKS, THREADS = 264 * 4, 256

@@ -146,6 +146,8 @@ class ReturnedOutputs:
     describes them (dtype and shape); bfloat16 travels as its bits."""
 
     def reference_expect(self, task: KernelBenchTask, trial: Trial, limit: int) -> Expect:
+        if trial.device:  # kept on the GPU, compared there (devcompare.py)
+            return Expect(sizes=())
         return Expect(total=limit)
 
     def output_expect(self, task: KernelBenchTask, trial: Trial, ref: dict[str, Any]) -> Expect:
@@ -321,26 +323,47 @@ def trial_result(
     return result(True, abs_err=worst_abs, rel_err=worst_rel)
 
 
-def device_outputs(task: CudaTask, trial: Trial, header: dict[str, Any]) -> list[dict[str, Any]]:
+# At most this many outputs handed over in one run (a forward's returned tensors).
+MAX_HANDED_OVER = 64
+
+
+def device_places(header: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The memory a run handed over, one place an output, as its header says (None when it
+    handed over nothing: a run whose header names a problem). Raises ValueError when the
+    header says neither sensibly."""
+    places = header.get("device")
+    if header.get("problem") and places is None:
+        return None
+    if (
+        not isinstance(places, list)
+        or len(places) > MAX_HANDED_OVER
+        or not all(isinstance(p, dict) for p in places)
+    ):
+        raise ValueError("its outputs were not handed over")
+    return places
+
+
+def device_outputs(
+    task: Task, trial: Trial, header: dict[str, Any], ref_header: dict[str, Any]
+) -> list[dict[str, Any]]:
     """What the reference's worker needs to compare a candidate's run of a trial on the GPU:
     each output's place in the memory handed over (as the candidate's worker reports it:
-    checked against the allocation there), dtype, shape and tolerance. Raises ValueError when
-    the run does not describe exactly one place per output."""
-    outs = [a for a in task.args if a.role in ("out", "inout")]
-    places = header.get("device")
-    if not isinstance(places, list) or len(places) != len(outs):
+    checked against the allocation there), and its dtype, shape and tolerance from the task
+    (a CUDA task's declared outputs) or from the reference's own run (a KernelBench
+    problem's returned tensors), never from the candidate. Raises ValueError when the run
+    does not describe exactly one place per output."""
+    places, shapes = device_places(header) or [], _device_shapes(task, trial, ref_header)
+    if len(places) != len(shapes):
         raise ValueError("its outputs were not handed over")
     described = []
-    for a, place in zip(outs, places, strict=True):
-        if not isinstance(place, dict):
-            raise ValueError("its outputs were not handed over")
-        atol, rtol = OUTPUTS[task.kind].tolerance(task, a.dtype)
+    for place, (_, dtype, shape) in zip(places, shapes, strict=True):
+        atol, rtol = OUTPUTS[task.kind].tolerance(task, dtype)
         described.append(
             {
                 "size": int(place.get("size", 0)),
                 "offset": int(place.get("offset", -1)),
-                "dtype": a.dtype,
-                "shape": list(task.shape(a, trial.sizes)),
+                "dtype": dtype,
+                "shape": list(shape),
                 "atol": atol,
                 "rtol": rtol,
             }
@@ -348,48 +371,99 @@ def device_outputs(task: CudaTask, trial: Trial, header: dict[str, Any]) -> list
     return described
 
 
-def device_trial_result(
-    task: CudaTask,
-    trial: Trial,
-    ref_header: dict[str, Any],
-    header: dict[str, Any],
-    found: Sequence[Any],
-    phase: str,
-) -> TrialResult:
-    """A one-run trial's verdict from the facts the reference's worker found on the GPU, with
-    the candidate's run header checked as `trial_result` checks it."""
-    outs = [a for a in task.args if a.role in ("out", "inout")]
-    problem = ""
+def _device_shapes(
+    task: Task, trial: Trial, ref_header: dict[str, Any]
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, dtype, shape) of each output a run of this trial must hand over."""
+    if task.kind == "kernelbench":
+        return [
+            (f"output {j}", str(m["dtype"]), tuple(int(d) for d in m["shape"]))
+            for j, m in enumerate(ref_header.get("native") or [])
+        ]
+    return [
+        (a.name, a.dtype, tuple(task.shape(a, trial.sizes)))
+        for a in task.args
+        if a.role in ("out", "inout")
+    ]
+
+
+def device_run_problem(task: Task, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
+    """What is wrong with a run compared on the GPU that its header alone shows, checked as
+    `trial_result` checks a run sent to the host ("" if nothing): a problem it reports, a
+    write outside an output, a returned output of another count, dtype or shape than the
+    reference's, a changed input."""
     if header.get("problem"):
-        problem = str(header["problem"])[:500]
-    elif header.get("guards"):
+        return str(header["problem"])[:500]
+    if header.get("guards"):
         names = ", ".join(f"'{n}'" for n in header["guards"][:8])
-        problem = (
+        return (
             f"wrote outside {names}: the memory just before or after it changed "
             f"(an out-of-bounds write)"
         )
-    elif header.get("checksums") != ref_header.get("checksums"):
+    if task.kind == "kernelbench":
+        natives = ref_header.get("native") or []
+        count = len(header.get("device") or [])
+        if count != len(natives):
+            return f"returned {count} outputs, expected {len(natives)}"
+        outputs = OUTPUTS[task.kind]
+        for j, native in enumerate(natives):
+            described = outputs.described_problem(
+                header, ref_header, j, f"output {j}", str(native["dtype"])
+            )
+            if described:
+                return described
+    if header.get("checksums") != ref_header.get("checksums"):
         changed = _changed_input(header.get("checksums"), ref_header.get("checksums"))
-        problem = f"input modified: {changed} differs after the call"
-    elif len(found) != len(outs):
-        problem = f"{len(found)} outputs compared, expected {len(outs)}"
+        return f"input modified: {changed} differs after the call"
+    return ""
+
+
+# One run compared on the GPU: its header, each output's facts, and (a second run) each
+# output's facts against the first run's.
+DeviceRun = tuple[dict[str, Any], Sequence[Any], Sequence[Any] | None]
+
+
+def device_trial_result(
+    task: Task,
+    trial: Trial,
+    ref_header: dict[str, Any],
+    runs: Sequence[DeviceRun],
+    phase: str,
+) -> TrialResult:
+    """A trial's verdict from the facts the reference's worker found on the GPU, each run's
+    header checked as `trial_result` checks it, and a second run held to the first as
+    correctness.runs_agree holds it."""
+    shapes = _device_shapes(task, trial, ref_header)
 
     def result(ok: bool, reason: str = "", abs_err: Any = None, rel_err: Any = None) -> TrialResult:
         return _trial_result(trial, phase, ok, reason, abs_err, rel_err, on_gpu=True)
 
-    if problem:
-        return result(False, problem)
+    for header, _, _ in runs:
+        if problem := device_run_problem(task, header, ref_header):
+            return result(False, problem)
+    if len(runs) != len(trial.poisons):
+        return result(False, f"{len(runs)} runs compared, expected {len(trial.poisons)}")
     worst_abs, worst_rel = 0.0, 0.0
-    for a, facts in zip(outs, found, strict=True):
-        if not isinstance(facts, dict) or facts.get("problem"):
-            why = facts.get("problem") if isinstance(facts, dict) else "nothing"
-            return result(False, f"output '{a.name}' could not be compared: {str(why)[:300]}")
-        atol, rtol = OUTPUTS[task.kind].tolerance(task, a.dtype)
-        outcome = correctness.outcome(a.name, task.shape(a, trial.sizes), facts, atol, rtol)
-        if not outcome.ok:
-            return result(False, outcome.reason, outcome.max_abs_err, outcome.max_rel_err)
-        worst_abs = max(worst_abs, outcome.max_abs_err or 0.0)
-        worst_rel = max(worst_rel, outcome.max_rel_err or 0.0)
+    for _, found, agreed in runs:
+        if len(found) != len(shapes):
+            return result(False, f"{len(found)} outputs compared, expected {len(shapes)}")
+        for j, ((name, dtype, shape), facts) in enumerate(zip(shapes, found, strict=True)):
+            if not isinstance(facts, dict) or facts.get("problem"):
+                why = facts.get("problem") if isinstance(facts, dict) else "nothing"
+                return result(False, f"output '{name}' could not be compared: {str(why)[:300]}")
+            atol, rtol = OUTPUTS[task.kind].tolerance(task, dtype)
+            outcome = correctness.outcome(name, shape, facts, atol, rtol)
+            if not outcome.ok:
+                return result(False, outcome.reason, outcome.max_abs_err, outcome.max_rel_err)
+            worst_abs = max(worst_abs, outcome.max_abs_err or 0.0)
+            worst_rel = max(worst_rel, outcome.max_rel_err or 0.0)
+            if agreed is None:
+                continue
+            other = agreed[j] if j < len(agreed) else None
+            if not isinstance(other, dict) or other.get("problem"):
+                return result(False, f"output '{name}': its two runs could not be compared")
+            if not correctness.outcome(name, shape, other, atol, rtol).ok:
+                return result(False, correctness.runs_differ(name))
     return result(True, abs_err=worst_abs, rel_err=worst_rel)
 
 

@@ -187,10 +187,14 @@ _DEVICE_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "in
 
 def on_device(task: Task, trial: Trial) -> Trial:
     """`trial`, marked to have its outputs compared on the GPU where that is worth it and
-    possible: a CUDA task whose own reference runs on the GPU, a trial of one run (a large
-    one, or the post-timing one), outputs the harness allocates (role out, no inout) of at
-    least DEVICE_BYTES in all. The reference's worker compares them there (devcompare.py);
-    a 256 MB output no longer crosses the host twice."""
+    possible. A KernelBench problem: every trial (its outputs' sizes are its forward's to
+    decide, known only once it ran; today's problems return up to 14 GB, which in float64
+    could not cross the host). A CUDA task whose own reference runs on the GPU: a trial of
+    one run (a large one, or the post-timing one), outputs the harness allocates (role out,
+    no inout) of at least DEVICE_BYTES in all. The reference's worker compares them there
+    (devcompare.py); a 256 MB output no longer crosses the host twice."""
+    if task.kind == "kernelbench":
+        return replace(trial, device=True)
     if task.kind != "cuda" or len(trial.poisons) != 1:
         return trial
     task = cast(CudaTask, task)

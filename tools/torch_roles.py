@@ -11,6 +11,7 @@ call, a sketch of every output.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import traceback
 from pathlib import Path
@@ -85,9 +86,43 @@ class _Timed:
         return self.rounds.round(seed, signs)
 
 
-def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any]) -> None:
-    """Trial i's expected outputs, sent; as the candidate's trial_run, nothing of it outlives
-    the call (a last trial's float64 model and inputs were held through the timing)."""
+def described(out: Any) -> list[dict[str, Any]]:
+    """Each returned tensor's dtype and shape, read where it is (nothing copied). Raises
+    TypeError for what is not a tensor, as `outputs` does."""
+    import torch
+
+    outs = out if isinstance(out, tuple | list) else (out,)
+    meta = []
+    for o in outs:
+        if type(o) is not torch.Tensor:
+            raise TypeError(f"forward() returned {type(o).__name__}, not a torch.Tensor")
+        meta.append({"dtype": str(o.dtype).replace("torch.", ""), "shape": list(o.shape)})
+    return meta
+
+
+def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -> Any:
+    """The problem's forward in float64 on float64 copies of its inputs, or None where it
+    cannot run so (an op without float64, or no room on the GPU): its temporaries die here."""
+    import torch
+
+    try:
+        model64 = runner.build(seed, sizes, float64=True)
+        ins64 = [
+            x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs
+        ]
+        return model64(*ins64)
+    except (RuntimeError, TypeError):
+        return None
+
+
+def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any], on_gpu: bool) -> None:
+    """Trial i's expected outputs: sent, or, for a trial marked `device`, kept on the GPU and
+    compared here with the candidate's runs, which arrive as memory handles
+    (devcompare.compare_here): only facts reach the controller. As the candidate's trial_run,
+    nothing of it outlives the call (a last trial's float64 model and inputs were held through
+    the timing). The native forward's outputs are freed before the float64 one runs (a 6 GiB
+    output need not be held twice), and made again where float64 cannot run."""
     import torch
 
     sizes, seed = trial["sizes"], trial["seed"]
@@ -95,38 +130,97 @@ def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any]) -> None:
     with torch.no_grad():
         inputs = runner.inputs(seed, sizes)
         sums = tensor_checksums(inputs)
-        native = runner.build(seed, sizes)(*inputs)
-        _, native_meta = outputs(native)
-        precision = "PyTorch eager"
-        try:
-            model64 = runner.build(seed, sizes, float64=True)
-            ins64 = [
-                x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                for x in inputs
-            ]
-            out = model64(*ins64)
-            precision = "PyTorch eager in float64"
-        except (RuntimeError, TypeError):
-            out = native
-        arrays, meta = outputs(out)
-    w.send(
-        {
+        native_meta = described(runner.build(seed, sizes)(*inputs))
+        precision = "PyTorch eager in float64"
+        out = _float64(runner, seed, sizes, inputs)
+        if out is None:
+            torch.cuda.empty_cache()
+            precision = "PyTorch eager"
+            inputs = runner.inputs(seed, sizes)  # as they were: the forward may write them
+            out = runner.build(seed, sizes)(*inputs)
+        torch.cuda.synchronize()
+        header = {
             "type": "expected",
             "trial": i,
             "checksums": sums,
-            "meta": meta,
+            "meta": described(out),
             "native": native_meta,
             "reference": precision,
             # what the trial took on the GPU, and what is left: how many processes a side
             # the timing can have (verify.Verifier._ready)
             "gpu_peak_bytes": int(torch.cuda.max_memory_allocated()),
             "gpu_free_bytes": int(torch.cuda.mem_get_info()[0]),
-        },
-        arrays,
-    )
+        }
+        if not (on_gpu and trial.get("device")):
+            arrays, _ = outputs(out)
+            del out
+            w.send(header, arrays)
+            return
+        del inputs
+        kept = _on_device(out)
+        del out
+        torch.cuda.empty_cache()  # what the trial freed, back to the GPU for the candidate
+    w.send({**header, "device": True})
+    from .devcompare import compare_here
+
+    compare_here(w, i, kept)
+
+
+def _on_device(out: Any) -> list[Any]:
+    """The expected outputs as CuPy arrays over the same memory (bfloat16, which CuPy has no
+    type for, widened to float32: exact; bool as uint8)."""
+    import cupy
+    import torch
+
+    kept = []
+    for o in out if isinstance(out, tuple | list) else (out,):
+        t = o.detach().contiguous()
+        if t.dtype == torch.bfloat16:
+            t = t.float()
+        elif t.dtype == torch.bool:
+            t = t.to(torch.uint8)
+        kept.append(cupy.asarray(t))
+    return kept
+
+
+def _handed_over(w: Any, header: dict[str, Any], out: Any) -> None:
+    """A run's outputs, copied into memory this process can hand over (vmm.py), unmapped here
+    and sent as handles with `header`: the reference's worker compares them where they are."""
+    import cupy
+    import torch
+
+    from . import vmm
+
+    shared = vmm.Allocator(cupy.cuda.Device().id)
+    places, fds = [], []
+    try:
+        for o in out if isinstance(out, tuple | list) else (out,):
+            t = o.detach().contiguous()
+            if t.dtype == torch.bool:
+                t = t.to(torch.uint8)
+            nbytes = t.numel() * t.element_size()
+            with cupy.cuda.using_allocator(shared):
+                buf = cupy.empty(max(nbytes, 1), dtype=cupy.uint8)
+            if nbytes:
+                cupy.cuda.runtime.memcpy(
+                    buf.data.ptr, t.data_ptr(), nbytes, cupy.cuda.runtime.memcpyDeviceToDevice
+                )
+            mapping, offset = shared.holding(buf.data.ptr)
+            fds.append(mapping.export())
+            places.append({"size": mapping.size, "offset": offset})
+            del t, buf
+        cupy.cuda.runtime.deviceSynchronize()
+        shared.release()  # unmapped here before the handles leave
+        w.send({**header, "device": places})
+        w.send_fds(fds)
+    finally:
+        shared.release()
+        for fd in fds:
+            os.close(fd)
 
 
 def torch_reference(w: Any) -> None:
+    from .cuda_roles import after_rounds
     from .runners import TorchRunner
     from .timing import Clock
 
@@ -136,9 +230,13 @@ def torch_reference(w: Any) -> None:
     # first, 1.004x (an H100, eighth session).
     w.clock = Clock(w.job["device"]["l2_bytes"])
     runner = TorchRunner(str(w.scratch / PROBLEM), None, "Model")
-    for i, trial in enumerate(w.job["trials"]):
-        _expected(w, runner, i, trial)  # its models, inputs and outputs die with its frame
+    on_gpu = bool(w.job["device"].get("vmm"))  # trials marked `device` compared here
+    before, after = after_rounds(w.job, on_gpu)
+    for i, trial in before:
+        _expected(w, runner, i, trial, on_gpu)  # its models, inputs and outputs die with it
     w.serve(_Timed(runner, w.clock))
+    for i, trial in after:  # after the timing, as the candidate runs them
+        _expected(w, runner, i, trial, on_gpu)
 
 
 def torch_candidate(w: Any) -> None:
@@ -171,6 +269,7 @@ def torch_candidate(w: Any) -> None:
     if not result["ok"]:
         return
     out_bytes = w.job.get("output_bytes", 1 << 24)
+    on_gpu = bool(w.job["device"].get("vmm"))  # trials marked `device`: outputs handed over
 
     def trial_run(label: Any, trial: dict[str, Any]) -> None:
         sizes, seed = trial["sizes"], trial["seed"]
@@ -181,13 +280,19 @@ def torch_candidate(w: Any) -> None:
                 runner.poison_allocator(4 * out_bytes)
                 out = model(*inputs)
                 w.sync()
-                header = {"type": "outputs", "trial": label, "run": run}
+                header: dict[str, Any] = {"type": "outputs", "trial": label, "run": run}
                 try:
-                    arrays, meta = outputs(out)
+                    meta = described(out)
                 except TypeError as exc:  # a proxy or lazy object instead of a tensor
-                    arrays, meta = [], []
+                    out, meta = (), []
                     header["problem"] = str(exc)
                 header.update(checksums=tensor_checksums(inputs), meta=meta)
+                if on_gpu and trial.get("device") and "problem" not in header:
+                    del inputs
+                    _handed_over(w, header, out)  # compared where they are
+                    del out
+                    continue
+                arrays = outputs(out)[0] if "problem" not in header else []
                 del out
                 w.send(header, arrays)
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from . import cpp_check, extbuild, fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
@@ -41,7 +41,6 @@ from .pool import Pool, controller_off, timing_cpus
 from .protocol import Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Crew, Sandbox, WorkerFailure, cap
-from .spec import CudaTask
 from .task import Candidate, Task
 from .timing import flush_bytes
 
@@ -198,9 +197,10 @@ class Verifier:
         t0 = time.perf_counter()
         rng = random.Random(secrets.randbits(64))
         trials, post = plan.plan_trials(task, rng, self.options.min_trials)
+        later = plan.after_timing(task, rng)  # other sizes, after the timing, in every process
         if self.options.compare_on_gpu:  # large outputs compared where they are (devcompare)
             trials, post = [plan.on_device(task, t) for t in trials], plan.on_device(task, post)
-        later = plan.after_timing(task, rng)  # other sizes, after the timing, in every process
+            later = [plan.on_device(task, t) for t in later]
         base = {"task": task.name, "candidate": candidate.path}
         phases: dict[str, float] = {}
         mark = [t0]
@@ -231,9 +231,10 @@ class Verifier:
             )
 
         side = _REFERENCES.get(task.kind, OwnReference)(self, task, candidate)
-        # the reference's trials, in the order it runs them: the bench size's last, as it may
-        # run after the rounds (a large one, compared on the GPU)
+        # the reference's trials: those compared on the GPU after the timing it runs after its
+        # rounds (`after_rounds`, in that order), the others before them in this order
         ahead = [*trials, *later, post]
+        last = len(ahead) - 1
         if too_big := self._does_not_fit(side.worker_task, ahead):
             return report("error", too_big, device=self._device)
         verdict, why = side.prepare(ahead)
@@ -253,7 +254,12 @@ class Verifier:
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = crew.join(self.pool.take(ref_kind, "reference"))
                 job = self._job(side.worker_task, "reference", ahead, None, files, poison)
-                ref_box.send(job | side.ref_extra | {"post_last": True}, side.ref_arrays)
+                after_rounds = [
+                    *([last] if post.device else []),
+                    *(len(trials) + k for k, t in enumerate(later) if t.device),
+                ]
+                extra = {"after_rounds": after_rounds}
+                ref_box.send(job | side.ref_extra | extra, side.ref_arrays)
                 compiler, build_key, built = None, None, None
                 flags = candidate.compile_flags(self.options.backend)
                 if entry is not None:
@@ -285,6 +291,7 @@ class Verifier:
                 if not dev.get("vmm"):  # no memory to hand over: every output crosses the host
                     trials = [dataclasses.replace(t, device=False) for t in trials]
                     post = dataclasses.replace(post, device=False)
+                    later = [dataclasses.replace(t, device=False) for t in later]
                 lap("start")
                 cubin: list[bytes] = []
                 if built is not None:  # this very source, built before: not again
@@ -325,11 +332,17 @@ class Verifier:
                     )
                     if bool(message[0].get("device")) != trial.device:
                         raise WorkerFailure("crashed", "the reference kept the wrong outputs")
+                    if message[0].get("trial") != i:
+                        raise WorkerFailure("crashed", f"the reference sent other outputs than {i}")
+                    for key, pick in (("gpu_peak_bytes", max), ("gpu_free_bytes", min)):
+                        if isinstance(v := message[0].get(key), int):
+                            sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
                     lap("reference")
                     stage = "candidate"
                     return message
 
+                sizing: dict[str, int] = {}  # the reference's GPU memory, for _ready
                 first = expected_for(0, trials[0])
                 reference: Any = first[0].get("reference") or task.reference_label
                 stage = "candidate"
@@ -352,6 +365,7 @@ class Verifier:
                     expected = first if i == 0 else expected_for(i, trial)
                     self.progress(f"checking {i + 1}/{len(trials)} at {_describe(trial.sizes)}")
                     outcome = self._trial(task, trial, expected, cand_box, "check", ref_box)
+                    _next(ref_box, i, trial)
                     results.append(outcome)
                     if not outcome.ok:
                         check = CheckResult(
@@ -365,12 +379,14 @@ class Verifier:
                         )
                     lap("trials")
                 del first, expected  # a large trial's outputs are not held through the timing
-                held = [expected_for(len(trials) + k, t) for k, t in enumerate(later)]
-                last = len(ahead) - 1
-                # compared on the GPU: the reference runs the post-timing trial after the rounds
+                # compared on the GPU: the reference runs these after its rounds
+                held = [
+                    None if t.device else expected_for(len(trials) + k, t)
+                    for k, t in enumerate(later)
+                ]
                 at_bench = None if post.device else expected_for(last, post)
                 stage = "reference"
-                more = self._ready(more, at_bench[0] if at_bench else {})
+                more = self._ready(more, sizing)
                 stage = "candidate"
                 self._imported(more, ext)
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
@@ -389,7 +405,7 @@ class Verifier:
                 verdict, why, _ = judge.rounds_problem(task, rounds.ref, rounds.cand)
                 if not verdict:
                     verdict, why = side.audit(task, rounds)
-                if at_bench is None:  # the reference's "done", then the trial it runs after
+                if after_rounds:  # the reference's "done", then the trials it runs after
                     stage = "reference"
                     ended, _ = ref_box.receive(
                         self.options.run_timeout_s,
@@ -398,11 +414,15 @@ class Verifier:
                     )
                     if ended.get("type") != "done":
                         raise WorkerFailure("crashed", "the reference did not end its rounds")
+                if at_bench is None:
                     at_bench = expected_for(last, post)
                 cand_box.send({"cmd": "post", "trial": post.job()})
                 post_result = self._trial(task, post, at_bench, cand_box, "post-timing", ref_box)
+                _next(ref_box, last, post)
                 results.append(post_result)
-                afterwards = [post_result, *self._after(task, later, held, cand_box, more)]
+                others = [(len(trials) + k, t, held[k]) for k, t in enumerate(later)]
+                afterwards = [post_result, *self._after(task, others, expected_for, cand_box,
+                                                        ref_box, more)]  # fmt: skip
                 results += afterwards[1:]
                 post_result = next((r for r in afterwards if not r.ok), post_result)
                 lap("post-check")
@@ -477,28 +497,33 @@ class Verifier:
     def _after(
         self,
         task: Task,
-        after: list[plan.Trial],
-        held: list[judge.Message],
+        after: list[tuple[int, plan.Trial, judge.Message | None]],
+        expected_for: Callable[[int, plan.Trial], judge.Message],
         cand_box: Sandbox,
+        ref_box: Sandbox,
         more: list[tuple[Sandbox, Sandbox]],
     ) -> list[Any]:
         """The other sizes' trials after the timing, in every candidate process that timed
-        (plan.after_timing), each against the reference's outputs for it; the further
-        processes' workers are done after theirs. A wrong one says where it was seen."""
+        (plan.after_timing), each against the reference's outputs for it: sent before the
+        timing, or, for a trial compared on the GPU, made now and kept there while every
+        process's run is compared with them. The further processes' workers are done after.
+        A wrong one says where it was seen."""
         results = []
         boxes = [cand_box, *(cand for _, cand in more)]
-        for n, box in enumerate(boxes, start=1):
-            for trial, expected in zip(after, held, strict=True):
+        for i, trial, held in after:
+            expected = held if held is not None else expected_for(i, trial)
+            for n, box in enumerate(boxes, start=1):
                 self.progress(f"after the timing: {_describe(trial.sizes)} in process {n}")
                 box.send({"cmd": "post", "trial": trial.job()})
-                got = self._trial(task, trial, expected, box, "post-timing")
+                got = self._trial(task, trial, expected, box, "post-timing", ref_box)
                 where = f"after the timing, at {_describe(trial.sizes)}" + (
                     f", in timing process {n}" if len(boxes) > 1 else ""
                 )
                 reason = got.reason if got.ok else f"{where}: {got.reason}"
                 results.append(got.model_copy(update={"process": n, "reason": reason}))
-            if box is not cand_box:
-                box.kill()
+            _next(ref_box, i, trial)
+        for box in boxes[1:]:
+            box.kill()
         return results
 
     def _ready(
@@ -611,37 +636,69 @@ class Verifier:
         ref_box: Sandbox,
         phase: str,
     ) -> Any:
-        """A large trial compared on the GPU: the candidate's run hands its outputs over as
-        memory handles, passed on to the reference's worker, whose facts are judged here."""
-        task = cast(CudaTask, task)  # only a CUDA task's trials are marked `device`
+        """A trial compared on the GPU: each of the candidate's runs hands its outputs over as
+        memory handles, passed on to the reference's worker, whose facts are judged here. A
+        run whose header alone condemns it is not compared (its handles are closed), but
+        every run is read, so the worker's next reply is its next trial's."""
         where = f"running at {_describe(trial.sizes)}"
-        header, _ = box.receive(self._run_timeout(task), where, Expect(sizes=()))
-        try:
-            outputs = judge.device_outputs(task, trial, header)
-        except ValueError as exc:
-            raise WorkerFailure("crashed", f"{where}: {exc}") from None
-        fds = box.receive_fds(len(outputs), self.options.start_timeout_s, where)
-        try:
-            ref_box.send({"cmd": "compare", "trial": ref[0].get("trial"), "outputs": outputs})
-            ref_box.send_fds(fds)
-        finally:
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        try:  # the harness's own work, in the trusted worker: its failure is never the candidate's
-            compared, _ = ref_box.receive(
-                self.options.start_timeout_s,
-                f"comparing at {_describe(trial.sizes)}",
-                Expect(sizes=()),
-            )
-        except WorkerFailure as failure:
-            raise cpp_check.ReferenceProblem(
-                f"the task's reference failed: {failure.reason}"
-            ) from None
-        found = compared.get("facts")
-        if compared.get("type") != "compared" or not isinstance(found, list):
-            raise cpp_check.ReferenceProblem("the task's reference did not compare the outputs")
-        return judge.device_trial_result(task, trial, ref[0], header, found, phase)
+        runs: list[judge.DeviceRun] = []
+        compared_before = False
+        for r in range(len(trial.poisons)):
+            header, _ = box.receive(self._run_timeout(task), where, Expect(sizes=()))
+            try:
+                places = judge.device_places(header)
+            except ValueError as exc:
+                raise WorkerFailure("crashed", f"{where}: {exc}") from None
+            fds = []
+            if places:
+                fds = box.receive_fds(len(places), self.options.start_timeout_s, where)
+            try:
+                if judge.device_run_problem(task, header, ref[0]) or (r and not compared_before):
+                    runs.append((header, [], None))
+                    compared_before = False
+                    continue
+                try:
+                    outputs = judge.device_outputs(task, trial, header, ref[0])
+                except ValueError as exc:
+                    raise WorkerFailure("crashed", f"{where}: {exc}") from None
+                cmd: dict[str, Any] = {
+                    "cmd": "compare", "trial": ref[0].get("trial"), "outputs": outputs
+                }  # fmt: skip
+                if r + 1 < len(trial.poisons):
+                    cmd["hold"] = True  # the next run is compared with this one too
+                if r:
+                    cmd["agree"] = True
+                ref_box.send(cmd)
+                ref_box.send_fds(fds)
+            finally:
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            try:  # the harness's own work, in the trusted worker: never the candidate's fault
+                compared, _ = ref_box.receive(
+                    self.options.start_timeout_s,
+                    f"comparing at {_describe(trial.sizes)}",
+                    Expect(sizes=()),
+                )
+            except WorkerFailure as failure:
+                raise cpp_check.ReferenceProblem(
+                    f"the task's reference failed: {failure.reason}"
+                ) from None
+            found, agreed = compared.get("facts"), compared.get("agreed") if r else None
+            if compared.get("type") != "compared" or not isinstance(found, list):
+                raise cpp_check.ReferenceProblem("the task's reference did not compare the outputs")
+            if r and not isinstance(agreed, list):
+                raise cpp_check.ReferenceProblem("the task's reference did not compare the runs")
+            runs.append((header, found, agreed))
+            compared_before = True
+        return judge.device_trial_result(task, trial, ref[0], runs, phase)
+
+
+def _next(ref_box: Sandbox, i: int, trial: plan.Trial) -> None:
+    """The reference's worker may free trial i's outputs kept on the GPU: every run of it is
+    compared (devcompare.compare_here)."""
+    if trial.device:
+        ref_box.send({"cmd": "next", "trial": i})
 
 
 def _passed(results: list[Any], reference: str) -> str:

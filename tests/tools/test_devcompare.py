@@ -4,6 +4,7 @@ comparison of the same arrays), the memory handles' channel, and the controller'
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import socket
@@ -43,12 +44,22 @@ def test_only_large_one_run_trials_of_cuda_tasks_are_compared_on_the_gpu() -> No
     assert not plan.on_device(task, two_runs).device  # runs are compared with each other too
 
 
-def test_kernelbench_and_cpp_trials_stay_on_the_host() -> None:
+def test_cpp_trials_stay_on_the_host() -> None:
     cpp = load_task(EXAMPLES / "cpp" / "jacobi2d")
+    trials, post = plan.plan_trials(cpp, random.Random(5))
+    assert not any(plan.on_device(cpp, t).device for t in [*trials, post])
+
+
+def test_every_kernelbench_trial_is_compared_on_the_gpu() -> None:
+    """A forward's outputs are known only once it ran (today's problems return up to 14 GB):
+    every trial, of one run or two, and those after the timing, are compared where they are."""
     kb = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
-    for task in (cpp, kb):
-        trials, post = plan.plan_trials(task, random.Random(5))
-        assert not any(plan.on_device(task, t).device for t in [*trials, post])
+    rng = random.Random(5)
+    trials, post = plan.plan_trials(kb, rng)
+    later = plan.after_timing(kb, rng)
+    marked = [plan.on_device(kb, t) for t in [*trials, *later, post]]
+    assert all(t.device and t.job()["device"] for t in marked)
+    assert {len(t.poisons) for t in marked} == {1, 2}
 
 
 def _arrays(case: str) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +138,9 @@ def test_a_trial_judged_from_facts_is_judged_as_from_the_arrays(
         "check",
     )
     found = [correctness.facts(np, got, exp, *judge.OUTPUTS["cuda"].tolerance(task, "float32"))]
-    from_facts = judge.device_trial_result(task, trial, ref_header, header, found, "check")
+    from_facts = judge.device_trial_result(
+        task, trial, ref_header, [(header, found, None)], "check"
+    )
     assert from_facts.model_dump(exclude={"on_gpu"}) == from_arrays.model_dump(exclude={"on_gpu"})
     assert from_facts.on_gpu and not from_arrays.on_gpu
 
@@ -140,19 +153,22 @@ def test_facts_that_could_not_be_had_fail_the_trial() -> None:
         task,
         trial,
         {"checksums": {}},
-        header,
-        [{"problem": "its memory does not hold it"}],
+        [(header, [{"problem": "its memory does not hold it"}], None)],
         "check",
     )
     assert not result.ok and "could not be compared: its memory does not hold it" in result.reason
-    result = judge.device_trial_result(task, trial, {"checksums": {}}, header, [], "check")
+    result = judge.device_trial_result(
+        task, trial, {"checksums": {}}, [(header, [], None)], "check"
+    )
     assert not result.ok and "0 outputs compared, expected 1" in result.reason
+    result = judge.device_trial_result(task, trial, {"checksums": {}}, [], "check")
+    assert not result.ok and "0 runs compared, expected 1" in result.reason
 
 
 def test_each_output_is_described_from_the_task_not_the_worker() -> None:
     task = _transpose()
     trial = _one_run(task, {"M": 300, "N": 200})
-    out = judge.device_outputs(task, trial, {"device": [{"size": 1 << 21, "offset": 256}]})
+    out = judge.device_outputs(task, trial, {"device": [{"size": 1 << 21, "offset": 256}]}, {})
     assert out == [
         {
             "size": 1 << 21,
@@ -165,7 +181,7 @@ def test_each_output_is_described_from_the_task_not_the_worker() -> None:
     ]
     for bad in (None, [], [{"size": 1}, {"size": 2}], ["x"]):
         with pytest.raises(ValueError, match="not handed over"):
-            judge.device_outputs(task, trial, {"device": bad})
+            judge.device_outputs(task, trial, {"device": bad}, {})
 
 
 def test_the_harness_kernels_compile_with_every_comparison_in_them() -> None:
@@ -280,7 +296,7 @@ def test_the_controller_passes_the_candidates_memory_to_the_reference() -> None:
         task, trial, ({"trial": 3, "checksums": {"x": "a"}}, []), cand, "check", ref
     )  # type: ignore[arg-type]
     assert ref.sent == [
-        {"cmd": "compare", "trial": 3, "outputs": judge.device_outputs(task, trial, run)}
+        {"cmd": "compare", "trial": 3, "outputs": judge.device_outputs(task, trial, run, {})}
     ]
     assert ref.passed == [b"the candidate's y"]
     with pytest.raises(OSError):
@@ -289,3 +305,174 @@ def test_the_controller_passes_the_candidates_memory_to_the_reference() -> None:
     nothing = _Box([{"type": "outputs", "checksums": {}, "guards": []}])
     with pytest.raises(WorkerFailure, match="not handed over"):
         verifier._trial(task, trial, ({"trial": 3}, []), nothing, "check", ref)  # type: ignore[arg-type]
+
+
+def _kb() -> Any:
+    return load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+
+
+def _kb_ref(shape: list[int], native: str = "float32") -> dict[str, Any]:
+    return {
+        "trial": 2,
+        "checksums": ["in"],
+        "meta": [{"dtype": "float64", "shape": shape}],
+        "native": [{"dtype": native, "shape": shape}],
+        "device": True,
+    }
+
+
+def _kb_run(shape: list[int], dtype: str = "float32", count: int = 1) -> dict[str, Any]:
+    return {
+        "type": "outputs",
+        "checksums": ["in"],
+        "meta": [{"dtype": dtype, "shape": shape}] * count,
+        "device": [{"size": 1 << 21, "offset": 0}] * count,
+    }
+
+
+def test_a_kernelbench_run_is_described_from_the_references_own_run() -> None:
+    """Its outputs' dtype and shape come from the reference's run, never the candidate's; a
+    run that returns another count, dtype or shape is wrong before anything is compared, as
+    on the host."""
+    task, trial = _kb(), plan.Trial({}, 1, POISON, device=True)
+    ref = _kb_ref([8, 4], "bfloat16")
+    out = judge.device_outputs(task, trial, _kb_run([8, 4], "bfloat16"), ref)
+    atol, rtol = judge.kernelbench_tolerance("bfloat16")
+    assert out == [
+        {"size": 1 << 21, "offset": 0, "dtype": "bfloat16", "shape": [8, 4], "atol": atol,
+         "rtol": rtol}
+    ]  # fmt: skip
+    assert judge.device_run_problem(task, _kb_run([8, 4], "bfloat16"), ref) == ""
+    assert judge.device_run_problem(task, _kb_run([8, 4], "float32"), ref) == (
+        "output 0 is float32 [8, 4], expected bfloat16 [8, 4]"
+    )
+    assert judge.device_run_problem(task, _kb_run([4, 8], "bfloat16"), ref).startswith(
+        "output 0 is bfloat16 [4, 8]"
+    )
+    two = _kb_run([8, 4], "bfloat16", count=2)
+    assert judge.device_run_problem(task, two, ref) == "returned 2 outputs, expected 1"
+    changed = {**_kb_run([8, 4], "bfloat16"), "checksums": ["other"]}
+    assert (
+        judge.device_run_problem(task, changed, ref)
+        == "input modified: input 0 differs after the call"
+    )
+    with pytest.raises(ValueError, match="not handed over"):
+        judge.device_outputs(task, trial, two, ref)
+
+
+def test_two_runs_compared_on_the_gpu_must_agree_with_each_other() -> None:
+    """Each run within tolerance of the reference, but not of each other (up to twice the
+    tolerance apart): as on the host, the runs disagree."""
+    task = _kb()
+    trial = plan.Trial({"batch_size": 8}, 1, plan.poisons(random.Random(1), 2), device=True)
+    ref = _kb_ref([8, 4])
+    exp = np.ones((8, 4))
+    atol, rtol = judge.kernelbench_tolerance("float32")
+    first = (exp * (1 + 0.9 * (atol + rtol))).astype(np.float32)
+    second = (exp * (1 - 0.9 * (atol + rtol))).astype(np.float32)
+    runs = [
+        (_kb_run([8, 4]), [correctness.facts(np, first, exp, atol, rtol)], None),
+        (
+            _kb_run([8, 4]),
+            [correctness.facts(np, second, exp, atol, rtol)],
+            [correctness.facts(np, second, first, atol, rtol)],
+        ),
+    ]
+    on_host = judge.trial_result(
+        task,
+        dataclasses.replace(trial, device=False),
+        ({**ref, "device": False}, [memoryview(exp.tobytes())]),
+        [(_kb_run([8, 4]), [memoryview(first.tobytes())]),
+         (_kb_run([8, 4]), [memoryview(second.tobytes())])],
+        "check",
+    )  # fmt: skip
+    on_gpu = judge.device_trial_result(task, trial, ref, runs, "check")
+    assert not on_host.ok and on_gpu.reason == on_host.reason
+    assert "differs between two runs" in on_gpu.reason
+    same = [runs[0], (runs[1][0], runs[1][1], [correctness.facts(np, first, first, atol, rtol)])]
+    assert judge.device_trial_result(task, trial, ref, same, "check").ok
+    unpaired = [runs[0], (runs[1][0], runs[1][1], None)]
+    assert (
+        "its two runs could not be compared"
+        in judge.device_trial_result(
+            task, trial, ref, [unpaired[0], (runs[1][0], runs[1][1], [])], "check"
+        ).reason
+    )
+
+
+def test_the_controller_holds_a_first_run_for_the_second_and_reads_every_run() -> None:
+    """A two-run trial: the first run is compared and held ("hold"), the second compared with
+    the reference and with it ("agree"). A run whose header condemns it is not compared, and
+    its handles are closed, but the runs after it are still read."""
+    task = _kb()
+    trial = plan.Trial({"batch_size": 8}, 1, plan.poisons(random.Random(1), 2), device=True)
+    exp = np.ones((8, 4))
+    found = correctness.facts(np, exp.astype(np.float32), exp, 1e-4, 1e-4)
+    verifier = Verifier.__new__(Verifier)
+    verifier.options = type("O", (), {"run_timeout_s": 5.0, "start_timeout_s": 5.0})()
+    verifier._run_timeout = lambda task: 5.0  # type: ignore[method-assign]
+
+    class Cand(_Box):
+        def receive_fds(self, count: int, *_: Any) -> list[int]:
+            return [_memfd(b"run") for _ in range(count)]
+
+    runs = [_kb_run([8, 4]), _kb_run([8, 4])]
+    ref = _Box(
+        [
+            {"type": "compared", "trial": 2, "facts": [found]},
+            {"type": "compared", "trial": 2, "facts": [found], "agreed": [found]},
+        ]
+    )
+    result = verifier._trial(task, trial, (_kb_ref([8, 4]), []), Cand(runs), "check", ref)  # type: ignore[arg-type]
+    assert result.ok and result.on_gpu, result.reason
+    assert [(c["cmd"], c.get("hold"), c.get("agree")) for c in ref.sent] == [
+        ("compare", True, None),
+        ("compare", None, True),
+    ]
+    assert ref.passed == [b"run", b"run"]
+    wrong = [{**_kb_run([8, 4]), "checksums": ["other"]}, _kb_run([8, 4])]
+    cand, ref = Cand(wrong), _Box([])
+    result = verifier._trial(task, trial, (_kb_ref([8, 4]), []), cand, "check", ref)  # type: ignore[arg-type]
+    assert not result.ok and result.reason == "input modified: input 0 differs after the call"
+    assert cand.replies == [] and ref.sent == []  # both runs read, neither compared
+    bad = _Box([{**_kb_run([8, 4]), "device": "everything"}])
+    with pytest.raises(WorkerFailure, match="not handed over"):
+        verifier._trial(task, trial, (_kb_ref([8, 4]), []), bad, "check", ref)  # type: ignore[arg-type]
+
+
+def test_the_reference_serves_a_trials_comparisons_until_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One trial's outputs kept for as many runs and processes as the controller compares,
+    then freed on its "next"; a command for another trial is an error, never a comparison."""
+    from kernelwright.tools import devcompare
+
+    class W:
+        def __init__(self, cmds: list[dict[str, Any]]) -> None:
+            self.cmds = cmds
+
+        def command(self) -> dict[str, Any]:
+            return self.cmds.pop(0)
+
+    runs: list[Any] = []
+
+    def run(
+        worker: Any, trial: int, kept: list[Any], cmd: dict[str, Any], held: list[Any]
+    ) -> list[Any]:
+        runs.append((cmd.get("hold"), list(held)))
+        return ["held"] if cmd.get("hold") else []
+
+    monkeypatch.setattr(devcompare, "_compare_run", run)
+    kept = ["expected"]
+    cmds = [
+        {"cmd": "compare", "trial": 4, "hold": True},
+        {"cmd": "compare", "trial": 4, "agree": True},
+        {"cmd": "compare", "trial": 4},
+        {"cmd": "next", "trial": 4},
+    ]
+    devcompare.compare_here(W(cmds), 4, kept)  # type: ignore[arg-type]
+    assert runs == [(True, []), (None, ["held"]), (None, [])] and kept == []
+    with pytest.raises(ValueError, match="expected the comparison of trial 4"):
+        devcompare.compare_here(W([{"cmd": "compare", "trial": 5}]), 4, ["expected"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="expected the comparison of trial 4"):
+        devcompare.compare_here(W([{"cmd": "next", "trial": 3}]), 4, ["expected"])  # type: ignore[arg-type]

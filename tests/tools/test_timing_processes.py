@@ -4,13 +4,14 @@ _imported and _after, with recorded workers)."""
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
 import numpy as np
 import pytest
 
-from kernelwright.tools import extbuild, fit, plan
+from kernelwright.tools import correctness, extbuild, fit, plan
 from kernelwright.tools import pool as pool_module
 from kernelwright.tools.sandbox import Crew, WorkerFailure
 from kernelwright.tools.task import load_task
@@ -261,6 +262,10 @@ class Runs(Box):
         return header, [out.tobytes()]
 
 
+def _unasked(i: int, trial: plan.Trial) -> Any:
+    raise AssertionError(f"trial {i}'s outputs were sent before the timing")
+
+
 def _expected(trial: plan.Trial) -> Any:
     rows = trial.sizes["batch_size"]
     meta = {"dtype": "float64", "shape": [rows, 4]}
@@ -281,18 +286,20 @@ def test_other_sizes_are_tried_after_the_timing_in_every_process_that_timed(
     verifier = _verifier(monkeypatch, log, timing_processes=3)
     first, second, third = Runs("candidate", log), Runs("c2", log), Runs("c3", log, (above,))
     more: Any = [(Box("torch-ref", "r2", log), second), (Box("torch-ref", "r3", log), third)]
-    held = [_expected(t) for t in later]
-    results = verifier._after(task, later, held, first, more)  # type: ignore[arg-type]
+    after = [(5 + k, t, _expected(t)) for k, t in enumerate(later)]
+    ref = Box("torch-ref", "reference", log)
+    results = verifier._after(task, after, _unasked, first, ref, more)  # type: ignore[arg-type]
     for box in (first, second, third):  # each asked for both sizes, in the order planned
         assert [j["trial"] for j in box.jobs] == [t.job() for t in later]
     assert [(r.process, r.sizes["batch_size"], r.ok) for r in results] == [
         (1, below, True),
-        (1, above, True),
         (2, below, True),
-        (2, above, True),
         (3, below, True),
+        (1, above, True),
+        (2, above, True),
         (3, above, False),
     ]
+    assert ref.jobs == []  # nothing kept on the GPU: nothing to free
     assert all(r.phase == "post-timing" and r.held_out for r in results)
     assert results[-1].reason.startswith(
         f"after the timing, at batch_size={above}, in timing process 3: output 'output 0' wrong at"
@@ -308,10 +315,93 @@ def test_after_the_timing_one_process_names_none() -> None:
     verifier = Verifier(VerifyOptions(pin_cpus=False))
     log: list[str] = []
     only = Runs("candidate", log, tuple(t.sizes["batch_size"] for t in later))
-    results = verifier._after(task, later, [_expected(t) for t in later], only, [])  # type: ignore[arg-type]
+    after = [(5 + k, t, _expected(t)) for k, t in enumerate(later)]
+    ref = Box("torch-ref", "reference", log)
+    results = verifier._after(task, after, _unasked, only, ref, [])  # type: ignore[arg-type]
     verifier.close()
     assert [r.ok for r in results] == [False, False]
     size = later[0].sizes["batch_size"]
     assert results[0].reason.startswith(
         f"after the timing, at batch_size={size}: output 'output 0' wrong at"
     )
+
+
+class RunsOnGpu(Runs):
+    """As Runs, but each run hands its outputs over as a memory handle (a memfd here), and the
+    reference's worker (Compares) is what sees them."""
+
+    def __init__(self, label: str, log: list[str], seen: list[Any], wrong_at: Any = ()) -> None:
+        super().__init__(label, log, wrong_at)
+        self.seen = seen
+
+    def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
+        header, arrays = super().receive(timeout_s, phase, expect)
+        rows = header["meta"][0]["shape"][0]
+        self.seen.append(np.frombuffer(arrays[0], dtype=np.float32).reshape(rows, 4))
+        return {**header, "device": [{"size": 1 << 21, "offset": 0}]}, []
+
+    def receive_fds(self, count: int, *_: Any) -> list[int]:
+        assert count == 1
+        return [os.memfd_create("out")]
+
+
+class Compares(Box):
+    """The reference's worker keeping a trial's outputs on the GPU: answers each "compare"
+    with the facts of the run the candidate's worker last handed over, against ones."""
+
+    def __init__(self, log: list[str], seen: list[Any]) -> None:
+        super().__init__("torch-ref", "reference", log)
+        self.seen, self.fds = seen, 0
+
+    def send_fds(self, fds: list[int]) -> None:
+        self.fds += len(fds)
+
+    def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
+        cmd = self.jobs[-1]
+        assert cmd["cmd"] == "compare", cmd
+        got = self.seen.pop()
+        found = correctness.facts(np, got, np.ones(got.shape), 1e-4, 1e-4)
+        return {"type": "compared", "trial": cmd["trial"], "facts": [found]}, []
+
+
+def test_after_the_timing_outputs_kept_on_the_gpu_are_made_once_for_every_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trial compared on the GPU after the timing: the reference makes its outputs then
+    (asked here, after the rounds), keeps them while every process's run is compared with
+    them, and frees them ("next") before the next trial's are made."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    later = [plan.on_device(task, t) for t in plan.after_timing(task, random.Random(5))]
+    below, above = (t.sizes["batch_size"] for t in later)
+    log: list[str] = []
+    seen: list[Any] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=2)
+    first, second = RunsOnGpu("candidate", log, seen), RunsOnGpu("c2", log, seen, (above,))
+    ref = Compares(log, seen)
+    made: list[int] = []
+
+    def expected_for(i: int, trial: plan.Trial) -> Any:
+        made.append(i)
+        ref.jobs.append({"cmd": "(made)", "trial": i})
+        rows = trial.sizes["batch_size"]
+        meta = {"dtype": "float64", "shape": [rows, 4]}
+        header = {"type": "expected", "trial": i, "checksums": ["in"], "meta": [meta]}
+        return header | {"device": True, "native": [{**meta, "dtype": "float32"}]}, []
+
+    after = [(5 + k, t, None) for k, t in enumerate(later)]
+    more: Any = [(Box("torch-ref", "r2", log), second)]
+    results = verifier._after(task, after, expected_for, first, ref, more)  # type: ignore[arg-type]
+    assert made == [5, 6]
+    assert [(j["cmd"], j["trial"]) for j in ref.jobs] == [
+        ("(made)", 5), ("compare", 5), ("compare", 5), ("next", 5),
+        ("(made)", 6), ("compare", 6), ("compare", 6), ("next", 6),
+    ]  # fmt: skip
+    assert ref.fds == 4 and all(r.on_gpu for r in results)
+    assert [(r.process, r.sizes["batch_size"], r.ok) for r in results] == [
+        (1, below, True),
+        (2, below, True),
+        (1, above, True),
+        (2, above, False),
+    ]
+    assert "in timing process 2: output 'output 0' wrong at" in results[-1].reason
+    verifier.close()

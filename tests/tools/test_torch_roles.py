@@ -33,21 +33,14 @@ class _Worker:
         self.alive_when_served: list[Any] = []
 
     def send(self, msg: dict[str, Any], arrays: Any = ()) -> None:
-        self.sent.append(msg["type"])
+        self.sent.append(msg["type"] + (" on the GPU" if msg.get("device") else ""))
 
     def serve(self, timed: Any, post: Any = None) -> None:
         self.sent.append("serve")
         self.alive_when_served = [r for r in self.made if r() is not None]
 
 
-def test_the_reference_worker_sets_up_as_the_candidates_does(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The candidate's worker binds its clock before its code loads; the reference's made it
-    after its float64 trials, so the two set up differently and the reference read slower
-    against itself. Both now make the clock first."""
-    done: list[str] = []
-    w = _Worker(trials=2)
+def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None:
     fake_torch = types.ModuleType("torch")
     fake_torch.no_grad = contextlib.nullcontext  # type: ignore[attr-defined]
     fake_torch.Tensor = type("Tensor", (), {})  # type: ignore[attr-defined]
@@ -55,6 +48,8 @@ def test_the_reference_worker_sets_up_as_the_candidates_does(
         reset_peak_memory_stats=lambda: None,
         max_memory_allocated=lambda: 1 << 20,
         mem_get_info=lambda: (1 << 30, 1 << 31),
+        synchronize=lambda: None,
+        empty_cache=lambda: None,
     )
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
 
@@ -80,6 +75,18 @@ def test_the_reference_worker_sets_up_as_the_candidates_does(
     monkeypatch.setattr(timing, "Clock", clock)
     monkeypatch.setattr(torch_roles, "tensor_checksums", lambda xs: [])
     monkeypatch.setattr(torch_roles, "outputs", lambda out: ([], {}))
+    monkeypatch.setattr(torch_roles, "described", lambda out: [])
+
+
+def test_the_reference_worker_sets_up_as_the_candidates_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The candidate's worker binds its clock before its code loads; the reference's made it
+    after its float64 trials, so the two set up differently and the reference read slower
+    against itself. Both now make the clock first."""
+    done: list[str] = []
+    w = _Worker(trials=2)
+    _fakes(monkeypatch, w, done)
     torch_roles.torch_reference(w)
     assert done[0] == "clock" and done.count("clock") == 1
     assert done.count("build64") == 2 and w.clock == "the clock"
@@ -87,3 +94,47 @@ def test_the_reference_worker_sets_up_as_the_candidates_does(
     # nothing a trial built is held through the timing: the float64 model of a problem at its
     # own size (and its float64 inputs) can be as large as the problem's inputs
     assert len(w.made) == 4 and w.alive_when_served == []
+
+
+def test_trials_compared_on_the_gpu_are_kept_there_and_run_where_the_controller_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trial marked `device` sends no arrays: its outputs stay on the GPU while the
+    candidate's runs are compared with them (devcompare.compare_here); those the controller
+    names in `after_rounds` run after the rounds, in its order (the post-timing one first).
+    Without memory to hand over, every trial is sent, in the job's order, before the rounds."""
+    from kernelwright.tools import devcompare
+
+    done: list[str] = []
+    w = _Worker(trials=4)
+    for t in w.job["trials"][1:]:
+        t["device"] = True
+    w.job["after_rounds"] = [3, 2]
+    w.job["device"]["vmm"] = True
+    _fakes(monkeypatch, w, done)
+    monkeypatch.setattr(torch_roles, "_on_device", lambda out: ["kept"])
+    compared: list[tuple[int, list[str]]] = []
+    monkeypatch.setattr(
+        devcompare, "compare_here", lambda worker, i, kept: compared.append((i, kept))
+    )
+    torch_roles.torch_reference(w)
+    assert w.sent == [
+        "expected",
+        "expected on the GPU",
+        "serve",
+        "expected on the GPU",
+        "expected on the GPU",
+    ]
+    assert compared == [(1, ["kept"]), (3, ["kept"]), (2, ["kept"])]
+    w2 = _Worker(trials=4)
+    for t in w2.job["trials"][1:]:
+        t["device"] = True
+    w2.job["after_rounds"] = [3, 2]  # no "vmm": all before, all sent
+    _fakes(monkeypatch, w2, [])
+    torch_roles.torch_reference(w2)
+    assert w2.sent == ["expected"] * 4 + ["serve"]
+    w3 = _Worker(trials=2)
+    w3.job["device"]["vmm"] = True
+    w3.job["after_rounds"] = [1]  # not marked `device`: the controller and worker disagree
+    with pytest.raises(ValueError, match="cannot run after the rounds"):
+        torch_roles.torch_reference(w3)
