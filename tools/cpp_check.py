@@ -480,6 +480,7 @@ HOST_WARMUP = 1
 # The drop-in's calls audited against the C++ function: every one where the function's calls
 # at the bench size take at most this long in all, else as many as fit (AUDITS at least).
 AUDIT_SECONDS = 4.0
+FUNCTION = "the C++ function's"  # whose outputs a drop-in's calls are held to
 
 
 @dataclass(frozen=True)
@@ -580,16 +581,14 @@ def audit_calls(
         for a in (a for a in task.args if a.role in ("out", "inout")):
             atol, rtol = judge.OUTPUTS[task.kind].tolerance(task, a.dtype)
             n = math.prod(task.shape(a, cand.sizes))
-            why, z = sketch_problem(
-                f"output '{a.name}'", cand.sketch.get(a.name, []), ref.sketch[a.name], n, atol, rtol
-            )
+            got, want = cand.sketch.get(a.name, []), ref.sketch[a.name]
+            why, z = sketch_problem(f"output '{a.name}'", got, want, n, atol, rtol, FUNCTION)
             if why:
-                why = why.replace("the reference kernel's", "the C++ function's")
                 return f"{call}: {why}", Allowance(0.0, 0.0)
             zs += z
     # a little outside the tolerance in every call: caught over all of them, as for kernels
-    if drift := sketch.drift_problem(zs):
-        return drift.replace("the reference kernel's", "the C++ function's"), Allowance(0.0, 0.0)
+    if drift := sketch.drift_problem(zs, FUNCTION):
+        return drift, Allowance(0.0, 0.0)
     like = [r for i, r in zip(order, truth.made, strict=True) if made[i].timed] or truth.made
     trip = [max(0.0, c.wall_s - c.reported_s) for c in like]
     staged = [c.stage_s for c in like]

@@ -171,6 +171,31 @@ def wrapper_source(task: CppTask) -> str:
         "std::chrono::steady_clock::now() - kw_t0).count();",
     ]
     saved = "void* const* kw_p = kw_saved_p; const long long* kw_n = kw_saved_n; (void)kw_n;"
+    copy_in = [
+        f"for (int kw_i = 0; kw_i < {n_args}; ++kw_i) {{",
+        "    kw_saved_p[kw_i] = kw_p[kw_i];",
+        "    kw_saved_n[kw_i] = kw_n[kw_i];",
+        "}",
+    ]
+
+    def entry(signature: str, setup: list[str], lines: list[str]) -> str:
+        """An entry point: `setup`, then `lines` with any exception turned into kw_threw's."""
+        return "\n".join(
+            [
+                f'extern "C" {signature} {{',
+                *("    " + line for line in setup),
+                "    try {",
+                body(lines),
+                "        return 0;",
+                "    } catch (const std::exception& kw_e) {",
+                "        return kw_threw(kw_e.what());",
+                "    } catch (...) {",
+                "        return kw_threw(nullptr);",
+                "    }",
+                "}",
+            ]
+        )
+
     state_text = "\n".join(state)
     return f"""
 // kernelwright: the reference's entry points, generated for {task.function}() (v{WRAPPER_VERSION})
@@ -191,44 +216,9 @@ static void* kw_saved_p[{max(1, n_args)}];
 static long long kw_saved_n[{max(1, n_args)}];
 {state_text}
 extern "C" const char* kw_error(void) {{ return kw_message; }}
-extern "C" int kw_prepare(void* const* kw_p, const long long* kw_n) {{
-    for (int kw_i = 0; kw_i < {n_args}; ++kw_i) {{
-        kw_saved_p[kw_i] = kw_p[kw_i];
-        kw_saved_n[kw_i] = kw_n[kw_i];
-    }}
-    try {{
-{body(before)}
-        return 0;
-    }} catch (const std::exception& kw_e) {{
-        return kw_threw(kw_e.what());
-    }} catch (...) {{
-        return kw_threw(nullptr);
-    }}
-}}
-extern "C" int kw_invoke(double* kw_seconds) {{
-    {saved}
-    (void)kw_p;
-    try {{
-{body(timed)}
-        return 0;
-    }} catch (const std::exception& kw_e) {{
-        return kw_threw(kw_e.what());
-    }} catch (...) {{
-        return kw_threw(nullptr);
-    }}
-}}
-extern "C" int kw_finish(void) {{
-    {saved}
-    (void)kw_p;
-    try {{
-{body(after)}
-        return 0;
-    }} catch (const std::exception& kw_e) {{
-        return kw_threw(kw_e.what());
-    }} catch (...) {{
-        return kw_threw(nullptr);
-    }}
-}}
+{entry("int kw_prepare(void* const* kw_p, const long long* kw_n)", copy_in, before)}
+{entry("int kw_invoke(double* kw_seconds)", [saved, "(void)kw_p;"], timed)}
+{entry("int kw_finish(void)", [saved, "(void)kw_p;"], after)}
 extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seconds) {{
     int kw_code = kw_prepare(kw_p, kw_n);
     if (kw_code == 0) kw_code = kw_invoke(kw_seconds);
