@@ -511,8 +511,9 @@ def reference_outputs(
 class TimedCall:
     """One call served after the trials (cpp_worker's "make", "stage" and "call"): where and
     on what it ran, the seconds the library's wrapper reported, the seconds the controller saw
-    from the call's command to its reply and from the staging's command to its reply, and
-    each output's sketch with the call's signs."""
+    from the call's command to its reply, from the staging's command to its reply, and from
+    the call's reply to its outputs' sketch (the outputs copied back and sketched), and each
+    output's sketch with the call's signs."""
 
     sizes: dict[str, int]
     seed: int
@@ -522,6 +523,7 @@ class TimedCall:
     sketch: dict[str, list[float]]
     timed: bool = True
     stage_s: float = 0.0
+    finish_s: float = 0.0
 
 
 @dataclass
@@ -576,7 +578,9 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
             box.send({"cmd": "call", "signs": list(signs)})
             called, _ = box.receive(timeout_s, f"calling {where}", Expect(sizes=()))
             wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
             sketched, _ = box.receive(timeout_s, f"sketching {where}", Expect(sizes=()))
+            finish = time.perf_counter() - t0
             sketch = sketched.get("sketch")
             if (
                 called.get("type") != "called"
@@ -594,6 +598,7 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
                     sketch={n: list(sketch[n])[:16] for n in names},
                     timed=timed,
                     stage_s=stage,
+                    finish_s=finish,
                 )
             )
         box.send({"cmd": "end"})
