@@ -480,33 +480,42 @@ HOST_WARMUP = 1
 # The drop-in's calls audited against the C++ function: every one where the function's calls
 # at the bench size take at most this long in all, else as many as fit (AUDITS at least).
 AUDIT_SECONDS = 4.0
+FUNCTION = "the C++ function's"  # whose outputs a drop-in's calls are held to
 
 
 @dataclass(frozen=True)
 class Allowance:
     """What the controller's clock may see of a served call beyond the drop-in's own work, from
-    the C++ function's calls in its own worker: the call's trip (`call_s`), and the staging of
-    its arguments (`stage_s`: the wrapper's copies, the same code on the same sizes)."""
+    the C++ function's calls in its own worker: the call's trip (`call_s`), the staging of its
+    arguments (`stage_s`: the wrapper's copies, the same code on the same sizes), and the
+    outputs' return after the call (`finish_s`: copied back and sketched, the same code)."""
 
     call_s: float
     stage_s: float
+    finish_s: float = 0.0
 
 
-# The staging's time may exceed the C++ function's by this factor before the rest is counted
-# as the drop-in's (copies of the same bytes by the same code vary by a few percent).
+# The staging's (and the outputs' return's) time may exceed the C++ function's by this factor
+# before the rest is counted as the drop-in's (copies of the same bytes by the same code vary
+# by a few percent).
 STAGE_SLACK = 1.25
 
 
 def timed_seconds(calls: list[TimedCall], allowance: Allowance) -> tuple[list[float], float]:
     """Each timed call's seconds, and their sum that the drop-in's own clock left out (pure):
-    what its wrapper reported, but never less than the controller's clock saw of the call and
-    of its staging less what the C++ function's own calls show they take (`allowance`). The
-    wrapper is linked with the drop-in, whose code can make it report anything, and can run
-    while the arguments are staged (a replaced operator new, say)."""
+    what its wrapper reported, but never less than the controller's clock saw of the call, of
+    its staging and of its outputs' return, less what the C++ function's own calls show they
+    take (`allowance`). The wrapper is linked with the drop-in, whose code can make it report
+    anything, can run while the arguments are staged (a replaced operator new, say), and can
+    return before its work is done and finish it while its outputs are copied back (a thread,
+    and a fault handler that holds the copy until the thread is done)."""
     seconds = [
         max(
             c.reported_s,
-            c.wall_s - allowance.call_s + max(0.0, c.stage_s - allowance.stage_s),
+            c.wall_s
+            - allowance.call_s
+            + max(0.0, c.stage_s - allowance.stage_s)
+            + max(0.0, c.finish_s - allowance.finish_s),
         )
         for c in calls
     ]
@@ -552,7 +561,8 @@ def audit_calls(
     pin: set[int],
 ) -> tuple[str, Allowance]:
     """Why the drop-in's served calls are wrong ("" if they are not), and how much of a
-    call's time and of its staging by the controller's clock is not the drop-in's own work.
+    call's time, of its staging and of its outputs' return by the controller's clock is not
+    the drop-in's own work.
     The C++ function serves the same calls (the seeds and the signs of all, or of a random
     sample where that would take too long, and always of the untimed ones after the timing)
     in its own worker: the sketches are compared, and its calls say what the channel's trip
@@ -580,22 +590,21 @@ def audit_calls(
         for a in (a for a in task.args if a.role in ("out", "inout")):
             atol, rtol = judge.OUTPUTS[task.kind].tolerance(task, a.dtype)
             n = math.prod(task.shape(a, cand.sizes))
-            why, z = sketch_problem(
-                f"output '{a.name}'", cand.sketch.get(a.name, []), ref.sketch[a.name], n, atol, rtol
-            )
+            got, want = cand.sketch.get(a.name, []), ref.sketch[a.name]
+            why, z = sketch_problem(f"output '{a.name}'", got, want, n, atol, rtol, FUNCTION)
             if why:
-                why = why.replace("the reference kernel's", "the C++ function's")
                 return f"{call}: {why}", Allowance(0.0, 0.0)
             zs += z
     # a little outside the tolerance in every call: caught over all of them, as for kernels
-    if drift := sketch.drift_problem(zs):
-        return drift.replace("the reference kernel's", "the C++ function's"), Allowance(0.0, 0.0)
+    if drift := sketch.drift_problem(zs, FUNCTION):
+        return drift, Allowance(0.0, 0.0)
     like = [r for i, r in zip(order, truth.made, strict=True) if made[i].timed] or truth.made
     trip = [max(0.0, c.wall_s - c.reported_s) for c in like]
-    staged = [c.stage_s for c in like]
+    staged, finished = [c.stage_s for c in like], [c.finish_s for c in like]
     return "", Allowance(
         call_s=(2 * statistics.median(trip) if trip else 0.0) + CHANNEL_S,
         stage_s=(STAGE_SLACK * statistics.median(staged) if staged else 0.0) + CHANNEL_S,
+        finish_s=(STAGE_SLACK * statistics.median(finished) if finished else 0.0) + CHANNEL_S,
     )
 
 

@@ -171,6 +171,31 @@ def wrapper_source(task: CppTask) -> str:
         "std::chrono::steady_clock::now() - kw_t0).count();",
     ]
     saved = "void* const* kw_p = kw_saved_p; const long long* kw_n = kw_saved_n; (void)kw_n;"
+    copy_in = [
+        f"for (int kw_i = 0; kw_i < {n_args}; ++kw_i) {{",
+        "    kw_saved_p[kw_i] = kw_p[kw_i];",
+        "    kw_saved_n[kw_i] = kw_n[kw_i];",
+        "}",
+    ]
+
+    def entry(signature: str, setup: list[str], lines: list[str]) -> str:
+        """An entry point: `setup`, then `lines` with any exception turned into kw_threw's."""
+        return "\n".join(
+            [
+                f'extern "C" {signature} {{',
+                *("    " + line for line in setup),
+                "    try {",
+                body(lines),
+                "        return 0;",
+                "    } catch (const std::exception& kw_e) {",
+                "        return kw_threw(kw_e.what());",
+                "    } catch (...) {",
+                "        return kw_threw(nullptr);",
+                "    }",
+                "}",
+            ]
+        )
+
     state_text = "\n".join(state)
     return f"""
 // kernelwright: the reference's entry points, generated for {task.function}() (v{WRAPPER_VERSION})
@@ -191,44 +216,9 @@ static void* kw_saved_p[{max(1, n_args)}];
 static long long kw_saved_n[{max(1, n_args)}];
 {state_text}
 extern "C" const char* kw_error(void) {{ return kw_message; }}
-extern "C" int kw_prepare(void* const* kw_p, const long long* kw_n) {{
-    for (int kw_i = 0; kw_i < {n_args}; ++kw_i) {{
-        kw_saved_p[kw_i] = kw_p[kw_i];
-        kw_saved_n[kw_i] = kw_n[kw_i];
-    }}
-    try {{
-{body(before)}
-        return 0;
-    }} catch (const std::exception& kw_e) {{
-        return kw_threw(kw_e.what());
-    }} catch (...) {{
-        return kw_threw(nullptr);
-    }}
-}}
-extern "C" int kw_invoke(double* kw_seconds) {{
-    {saved}
-    (void)kw_p;
-    try {{
-{body(timed)}
-        return 0;
-    }} catch (const std::exception& kw_e) {{
-        return kw_threw(kw_e.what());
-    }} catch (...) {{
-        return kw_threw(nullptr);
-    }}
-}}
-extern "C" int kw_finish(void) {{
-    {saved}
-    (void)kw_p;
-    try {{
-{body(after)}
-        return 0;
-    }} catch (const std::exception& kw_e) {{
-        return kw_threw(kw_e.what());
-    }} catch (...) {{
-        return kw_threw(nullptr);
-    }}
-}}
+{entry("int kw_prepare(void* const* kw_p, const long long* kw_n)", copy_in, before)}
+{entry("int kw_invoke(double* kw_seconds)", [saved, "(void)kw_p;"], timed)}
+{entry("int kw_finish(void)", [saved, "(void)kw_p;"], after)}
 extern "C" int kw_call(void* const* kw_p, const long long* kw_n, double* kw_seconds) {{
     int kw_code = kw_prepare(kw_p, kw_n);
     if (kw_code == 0) kw_code = kw_invoke(kw_seconds);
@@ -521,8 +511,9 @@ def reference_outputs(
 class TimedCall:
     """One call served after the trials (cpp_worker's "make", "stage" and "call"): where and
     on what it ran, the seconds the library's wrapper reported, the seconds the controller saw
-    from the call's command to its reply and from the staging's command to its reply, and
-    each output's sketch with the call's signs."""
+    from the call's command to its reply, from the staging's command to its reply, and from
+    the call's reply to its outputs' sketch (the outputs copied back and sketched), and each
+    output's sketch with the call's signs."""
 
     sizes: dict[str, int]
     seed: int
@@ -532,6 +523,7 @@ class TimedCall:
     sketch: dict[str, list[float]]
     timed: bool = True
     stage_s: float = 0.0
+    finish_s: float = 0.0
 
 
 @dataclass
@@ -586,7 +578,9 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
             box.send({"cmd": "call", "signs": list(signs)})
             called, _ = box.receive(timeout_s, f"calling {where}", Expect(sizes=()))
             wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
             sketched, _ = box.receive(timeout_s, f"sketching {where}", Expect(sizes=()))
+            finish = time.perf_counter() - t0
             sketch = sketched.get("sketch")
             if (
                 called.get("type") != "called"
@@ -604,6 +598,7 @@ def _serve_calls(box: Sandbox, task: CppTask, plan: CallPlan, timeout_s: float, 
                     sketch={n: list(sketch[n])[:16] for n in names},
                     timed=timed,
                     stage_s=stage,
+                    finish_s=finish,
                 )
             )
         box.send({"cmd": "end"})

@@ -92,10 +92,16 @@ def _buffers() -> tuple[Any, Any]:
 
 
 def problem(
-    name: str, cand: Sequence[float], ref: Sequence[float], n: int, atol: float, rtol: float
+    name: str,
+    cand: Sequence[float],
+    ref: Sequence[float],
+    n: int,
+    atol: float,
+    rtol: float,
+    against: str = "the reference kernel's",
 ) -> tuple[str, list[float]]:
     """Why the candidate's output cannot be the reference's within tolerance ("" if it can),
-    and the signed sums' z scores (pure)."""
+    and the signed sums' z scores (pure). `against` names whose output `ref` is."""
     if len(cand) != len(FIELDS) or not all(isinstance(v, int | float) for v in cand):
         return f"{name}: the worker sent no valid sketch", []
     c, r = dict(zip(FIELDS, cand, strict=True)), dict(zip(FIELDS, ref, strict=True))
@@ -116,15 +122,16 @@ def problem(
     worst = max(abs(z) for z in zs)
     if not worst <= Z_MAX:  # NaN included
         return (
-            f"{name} differs from the reference kernel's on the same inputs: a signed sum over "
+            f"{name} differs from {against} on the same inputs: a signed sum over "
             f"all {n:,} elements is off by {worst:.3g} times the bound for outputs within "
             f"tolerance (atol={atol:g} rtol={rtol:g})"
         ), zs
     return "", zs
 
 
-def drift_problem(zs: Sequence[float]) -> str:
-    """Over all timed calls: honest differences give a mean z^2 of at most 1 (pure)."""
+def drift_problem(zs: Sequence[float], against: str = "the reference kernel's") -> str:
+    """Over all timed calls: honest differences give a mean z^2 of at most 1 (pure). `against`
+    names whose outputs the candidate's were held to."""
     m = len(zs)
     if m < 8:
         return ""
@@ -132,7 +139,7 @@ def drift_problem(zs: Sequence[float]) -> str:
     limit = 1.0 + 6.0 * math.sqrt(2.0 / m) + 0.05
     if mean > limit:
         return (
-            f"during timing: outputs are consistently further from the reference kernel's than "
+            f"during timing: outputs are consistently further from {against} than "
             f"the tolerance allows (mean z^2 {mean:.2f} over {m} signed sums, at most "
             f"{limit:.2f} for outputs within tolerance)"
         )

@@ -52,6 +52,72 @@ SLOW_HIDDEN = (
     )
 )
 
+# Right, but it returns at once and does its work (and 50 ms more) in a thread; the outputs'
+# pages are protected, and a fault handler holds the wrapper's copy back of them until the
+# thread is done: the call's reply leaves before the work is over.
+AFTER_RETURN = """
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <csignal>
+#include <cstddef>
+#include <thread>
+#include <vector>
+#include <sys/mman.h>
+#include <unistd.h>
+static std::atomic<int> kw_done{1};
+static double* kw_dst = nullptr;
+static double* kw_out = nullptr;
+static std::size_t kw_m = 0;
+static char* kw_lo = nullptr;
+static std::size_t kw_len = 0;
+static void kw_hold(int, siginfo_t* info, void*) {
+    char* at = static_cast<char*>(info->si_addr);
+    if (at < kw_lo || at >= kw_lo + kw_len) {
+        signal(SIGSEGV, SIG_DFL);
+        return;
+    }
+    while (!kw_done.load()) {
+    }
+    mprotect(kw_lo, kw_len, PROT_READ | PROT_WRITE);
+    std::memcpy(kw_dst, kw_out, kw_m * sizeof(double));
+}
+void gemv(const std::vector<double>& A, const std::vector<double>& x,
+          std::vector<double>& y, std::size_t M, std::size_t N) {
+    static bool installed = false;
+    if (!installed) {
+        struct sigaction sa;
+        std::memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = kw_hold;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        installed = true;
+    }
+    y.reserve(1 << 17);  // pages of their own
+    std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    kw_out = static_cast<double*>(mmap(nullptr, (M * sizeof(double) / page + 1) * page,
+                                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    kw_dst = y.data();
+    kw_m = M;
+    kw_done = 0;
+    const double* a = A.data();
+    const double* v = x.data();
+    double* out = kw_out;
+    std::thread([a, v, out, M, N] {
+        for (std::size_t i = 0; i < M; ++i) {
+            double s = 0;
+            for (std::size_t j = 0; j < N; ++j) s += a[i * N + j] * v[j];
+            out[i] = s;
+        }
+        usleep(50000);
+        kw_done = 1;
+    }).detach();
+    kw_lo = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(y.data()) & ~(page - 1));
+    kw_len = ((reinterpret_cast<char*>(y.data() + M) - kw_lo) / page + 1) * page;
+    mprotect(kw_lo, kw_len, PROT_NONE);
+}
+"""
+
 
 def _task(tmp_path: Path, source: str = GEMV, name: str = "gemv") -> Any:
     return load_cpp_task(write_task(tmp_path / name, source, GEMV_TOML, "gemv"))
@@ -118,6 +184,22 @@ def test_a_wrapper_made_to_under_report_is_held_to_the_controllers_clock(
 
 
 @needs_gxx
+def test_work_finished_after_the_call_returned_is_counted(tmp_path: Path, verifier: Any) -> None:
+    """A call that returns at once and finishes its work while its outputs are copied back
+    (a thread, and a fault handler holding the copy): its reply leaves early, but the clock
+    runs on until the outputs' sketch is back, and what that takes beyond the C++ function's
+    own copy and sketch counts as the call's."""
+    task, early = _task(tmp_path), _task(tmp_path, AFTER_RETURN, "early")
+    made = _served(early, tmp_path / "cache", CallPlan(sizes=dict(task.bench), least=4, most=4))
+    assert statistics.median(c.wall_s for c in made) < 0.03  # the reply came before the work
+    why, allowance = audit_calls(verifier, task, made, [0.01], set())
+    assert why == ""  # its outputs are right
+    assert allowance.finish_s < 0.03 and statistics.median(c.finish_s for c in made) >= 0.045
+    seconds, charged = timed_seconds(made, allowance)
+    assert statistics.median(seconds) >= 0.04 and charged >= 4 * 0.03
+
+
+@needs_gxx
 def test_the_wrappers_copies_are_not_in_a_calls_time(tmp_path: Path) -> None:
     """A 256 MiB input's copies into the wrapper's vectors are a step of their own (on
     "stage"), timed apart: the call's time by the controller's clock is the function's call
@@ -135,7 +217,7 @@ def test_timed_seconds_never_below_what_the_wrapper_reported() -> None:
     def call(reported: float, wall: float, stage: float = 0.0) -> TimedCall:
         return TimedCall({}, 1, (1, 2), reported, wall, {}, stage_s=stage)
 
-    allow = Allowance(call_s=0.0002, stage_s=0.010)
+    allow = Allowance(call_s=0.0002, stage_s=0.010, finish_s=0.002)
     seconds, charged = timed_seconds([call(0.010, 0.0101), call(0.001, 0.0100)], allow)
     assert seconds == pytest.approx([0.010, 0.0098]) and charged == pytest.approx(0.0088)
     # staging as long as the C++ function's counts nothing; beyond it, the drop-in's work
@@ -143,6 +225,13 @@ def test_timed_seconds_never_below_what_the_wrapper_reported() -> None:
         [call(0.001, 0.0012, 0.009), call(0.001, 0.0012, 0.030)], allow
     )
     assert seconds == pytest.approx([0.001, 0.021]) and charged == pytest.approx(0.020)
+    # the outputs' return the same: beyond the C++ function's, the drop-in's work
+    finished = [
+        TimedCall({}, 1, (1, 2), 0.001, 0.0012, {}, finish_s=0.0015),
+        TimedCall({}, 1, (1, 2), 0.001, 0.0012, {}, finish_s=0.052),
+    ]
+    seconds, charged = timed_seconds(finished, allow)
+    assert seconds == pytest.approx([0.001, 0.051]) and charged == pytest.approx(0.050)
 
 
 def test_time_that_escaped_is_refused_only_past_the_channels_jitter() -> None:

@@ -1,0 +1,154 @@
+// expect: correct (speedup 0-1.3) — returns at once, finishes in a thread while a fault handler holds the copy back of y: timed until the outputs are back
+// task: cpp/gemv
+// kernelwright: drop-in host function for gemv() from gemv.cpp, with the same signature.
+// It allocates device memory, copies the arguments in, launches the verified kernel below,
+// copies the results back and frees what it allocated. Build it with nvcc in place of the
+// C++ function, e.g.: nvcc -O3 -std=c++17 -c best_host.cu
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <thread>
+#include <sys/mman.h>
+#include <unistd.h>
+
+// --- the kernel, as verified (its entry renamed here, so the host function keeps the name) ---
+#define gemv kw_kernel_gemv
+// gemv() with one warp per row: the warp's loads of the row are coalesced, and its 32 partial
+// sums are added with shuffles. 8 warps a block (block = 256).
+extern "C" __global__ void gemv(const double* A, const double* x, double* y,
+                                unsigned long long M, unsigned long long N)
+{
+    const unsigned long long row = blockIdx.x * 8ULL + threadIdx.x / 32;
+    const unsigned lane = threadIdx.x % 32;
+    if (row >= M) {
+        return;
+    }
+    const double* a = A + row * N;
+    double sum = 0.0;
+    for (unsigned long long j = lane; j < N; j += 32) {
+        sum += a[j] * x[j];
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    }
+    if (lane == 0) {
+        y[row] = sum;
+    }
+}
+
+#undef gemv
+// --- end of the kernel ---
+
+namespace {
+
+void kw_check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) {
+        throw std::runtime_error(std::string("gemv(): ") + what + ": " + cudaGetErrorString(status));
+    }
+}
+
+long long kw_int(double value) { return static_cast<long long>(std::llround(value)); }
+
+}  // namespace
+
+
+static void kw_work(const std::vector<double>& A, const std::vector<double>& x, std::vector<double>& y, std::size_t M, std::size_t N)
+{
+    const double kw_M = static_cast<double>(M);
+    const double kw_N = static_cast<double>(N);
+    const std::size_t kw_n0 = static_cast<std::size_t>(std::max(0LL, kw_int(static_cast<double>(A.size())))) * sizeof(double);
+    void* kw_d0 = nullptr;
+    const std::size_t kw_n1 = static_cast<std::size_t>(std::max(0LL, kw_int(static_cast<double>(x.size())))) * sizeof(double);
+    void* kw_d1 = nullptr;
+    const std::size_t kw_n2 = static_cast<std::size_t>(std::max(0LL, kw_int(static_cast<double>(y.size())))) * sizeof(double);
+    void* kw_d2 = nullptr;
+    try {
+        kw_check(cudaMalloc(&kw_d0, std::max<std::size_t>(kw_n0, 1)), "cudaMalloc A");
+        kw_check(cudaMemcpy(kw_d0, A.data(), kw_n0, cudaMemcpyHostToDevice), "copying A in");
+        kw_check(cudaMalloc(&kw_d1, std::max<std::size_t>(kw_n1, 1)), "cudaMalloc x");
+        kw_check(cudaMemcpy(kw_d1, x.data(), kw_n1, cudaMemcpyHostToDevice), "copying x in");
+        kw_check(cudaMalloc(&kw_d2, std::max<std::size_t>(kw_n2, 1)), "cudaMalloc y");
+        const dim3 kw_grid(static_cast<unsigned>(kw_int(std::ceil(std::trunc(kw_M) / std::trunc(8.0)))));
+        const dim3 kw_block(static_cast<unsigned>(kw_int(256.0)));
+        const std::size_t kw_shared = static_cast<std::size_t>(kw_int(0.0));
+        if (kw_shared > 48 * 1024) {
+            kw_check(cudaFuncSetAttribute(kw_kernel_gemv, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kw_shared)), "asking for shared memory");
+        }
+        if (kw_grid.x * kw_grid.y * kw_grid.z > 0) {  // no work (a size of 0): no launch
+            kw_kernel_gemv<<<kw_grid, kw_block, kw_shared>>>(reinterpret_cast<double*>(kw_d0), reinterpret_cast<double*>(kw_d1), reinterpret_cast<double*>(kw_d2), M, N);
+            kw_check(cudaGetLastError(), "launching the kernel");
+            kw_check(cudaDeviceSynchronize(), "running the kernel");
+        }
+        kw_check(cudaMemcpy(y.data(), kw_d2, kw_n2, cudaMemcpyDeviceToHost), "copying y back");
+    } catch (...) {
+        cudaFree(kw_d0);
+        cudaFree(kw_d1);
+        cudaFree(kw_d2);
+        throw;
+    }
+    kw_check(cudaFree(kw_d0), "freeing A");
+    kw_check(cudaFree(kw_d1), "freeing x");
+    kw_check(cudaFree(kw_d2), "freeing y");
+}
+
+// --- the attack: return at once, do the work above in a thread, and hold the harness's copy
+// of y (its pages protected; a fault handler waits for the thread) until the work is done ---
+namespace {
+
+std::atomic<int> kw_done{1};
+std::vector<double> kw_private;
+double* kw_dst = nullptr;
+char* kw_lo = nullptr;
+std::size_t kw_len = 0;
+
+void kw_hold(int, siginfo_t* info, void*)
+{
+    char* at = static_cast<char*>(info->si_addr);
+    if (at < kw_lo || at >= kw_lo + kw_len) {
+        signal(SIGSEGV, SIG_DFL);
+        return;
+    }
+    while (!kw_done.load()) {
+    }
+    mprotect(kw_lo, kw_len, PROT_READ | PROT_WRITE);
+    std::memcpy(kw_dst, kw_private.data(), kw_private.size() * sizeof(double));
+}
+
+}  // namespace
+
+void gemv(const std::vector<double>& A, const std::vector<double>& x, std::vector<double>& y, std::size_t M, std::size_t N)
+{
+    static bool installed = false;
+    if (!installed) {
+        struct sigaction sa;
+        std::memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = kw_hold;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        installed = true;
+    }
+    y.reserve(1 << 17);  // y's elements on pages of their own
+    kw_private.assign(y.size(), 0.0);
+    kw_dst = y.data();
+    kw_done = 0;
+    std::thread([&A, &x, M, N] {
+        kw_work(A, x, kw_private, M, N);
+        kw_done = 1;
+    }).detach();
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    kw_lo = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(y.data()) & ~(page - 1));
+    kw_len = ((reinterpret_cast<char*>(y.data() + y.size()) - kw_lo) / page + 1) * page;
+    mprotect(kw_lo, kw_len, PROT_NONE);
+}
