@@ -265,16 +265,21 @@ class TorchRunner:
         return copy.deepcopy(model).double() if float64 else model
 
     def inputs(self, seed: int, overrides: dict[str, int]) -> list[Any]:
-        torch = self.torch
+        """A trial's inputs: get_inputs() at these sizes under `seed`, made on the GPU as a
+        round's are. Both workers call the problem's own get_inputs(), so both make the same
+        inputs from either generator; today's problems make up to 14 GB of them, which the CPU
+        generator took seconds to draw, again for every run of every trial."""
         self._apply(overrides)
-        self._seed(seed + 1)
-        return [x.cuda() if isinstance(x, torch.Tensor) else x for x in self.problem.get_inputs()]
+        return self._made(seed + 1)
 
     def fresh_inputs(self, seed: int) -> list[Any]:
         """A timing round's inputs at the problem's own sizes: get_inputs() under `seed`, its
         tensors made on the GPU (a round's inputs never come from a CPU generator)."""
-        torch = self.torch
         self._apply({})
+        return self._made(seed)
+
+    def _made(self, seed: int) -> list[Any]:
+        torch = self.torch
         self._seed(seed)
         with torch.device("cuda"):
             made = self.problem.get_inputs()

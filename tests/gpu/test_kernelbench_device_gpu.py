@@ -106,3 +106,23 @@ def test_a_bfloat16_output_is_compared_on_the_gpu(tmp_path: Path) -> None:
     assert all(t["on_gpu"] for t in ok["check"]["trials"])
     off = _check(tmp_path, problem, CANDIDATE.format(body="return torch.relu(x).bfloat16() * 1.5"))
     assert off["verdict"] == "wrong" and "output 'output 0' wrong at" in off["reason"], off
+
+
+def test_a_trials_inputs_are_drawn_on_the_gpu_alike_in_two_runners(tmp_path: Path) -> None:
+    """Two workers' runners make the same trial inputs from the same seed, drawn by the CUDA
+    generator (a 1 GiB input costs no host memory and no CPU draw), at a held-out batch too."""
+    import torch
+
+    from kernelwright.tools.runners import TorchRunner
+
+    path = tmp_path / "problem.py"
+    path.write_text(PROBLEM.format(batch=256, dim=1 << 20, body="torch.relu(x)"))
+    one, two = (TorchRunner(str(path), None, "Model") for _ in range(2))
+    for sizes in ({}, {"batch_size": 300}):
+        a, b = one.inputs(7, sizes)[0], two.inputs(7, sizes)[0]
+        assert a.is_cuda and a.shape == (sizes.get("batch_size", 256), 1 << 20)
+        assert torch.equal(a, b)
+        torch.cuda.manual_seed_all(8)  # inputs(seed) draws under seed + 1, as before
+        assert torch.equal(a, torch.rand(a.shape, device="cuda") - 0.5)
+        del a, b
+    assert not torch.equal(one.inputs(7, {})[0], one.inputs(9, {})[0])
