@@ -12,8 +12,8 @@ resumes through the loop's own checkpoints).
 What a problem's outcome is: its final kernel, the last one the loop kept (best.py), or, when
 it kept none, the fastest correct ModelNew it wrote, or else its last attempt. Only a ModelNew
 the model wrote counts: the problem's own Model, which a run that found nothing leaves as
-best.py, is not a solution. A problem whose own Model runs out of GPU memory is skipped
-("needs N GiB"), not failed, and stays out of every denominator.
+best.py, is not a solution. A problem whose check says it cannot fit, or whose own Model runs
+out of GPU memory, is skipped ("needs N GiB"), not failed, and stays out of every denominator.
 """
 
 from __future__ import annotations
@@ -447,6 +447,9 @@ def _settle(
     p.device = device.name if device is not None else ""
     p.attempts, p.stop_reason, p.run_dir = outcome.attempts, outcome.stop_reason, outcome.run_dir
     if original is not None and not original.ok:
+        if skip := does_not_fit(original):  # said before any trial ran (tools/fit.py)
+            p.status, p.reason = "skipped", skip
+            return
         if OOM.search(original.reason):
             total = device.memory_total_bytes if device is not None else None
             p.status, p.reason = "skipped", needs_memory(original.reason, total)
@@ -517,6 +520,19 @@ def stats_of(timing: KernelTiming) -> TimingStats:
         median_ms=timing.median_ms,
         iqr_ms=timing.iqr_ms,
     )
+
+
+def does_not_fit(report: CheckReport) -> str:
+    """'needs N GiB (this GPU has M free)' for a check that ended before its trials because it
+    could not fit (its estimate in `gpu_bytes`, tools/fit.py), or the check's own line where it
+    gave no estimate (host memory); "" for a check that did not end so."""
+    if report.verdict != "error" or not report.reason.startswith("does not fit:"):
+        return ""
+    need = report.gpu_bytes.get("gpu_needed_bytes")
+    free = report.gpu_bytes.get("gpu_free_at_start_bytes")
+    if need is None or free is None or need <= free:
+        return "cannot fit: " + report.reason.removeprefix("does not fit:").strip()
+    return f"needs {need / GIB:.1f} GiB (this GPU has {free / GIB:.1f} free)"
 
 
 def needs_memory(reason: str, total_bytes: int | None) -> str:

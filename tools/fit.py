@@ -71,8 +71,63 @@ def needs(task: CudaTask, trials: Sequence[dict[str, int]], flush_bytes: int) ->
 
 
 # What a check holds, for each task kind whose arrays are all declared, by `task.kind`. Not a
-# KernelBench problem: its tensors are its own get_inputs()' to make, unknown until it runs.
+# KernelBench problem: its tensors are its own get_inputs()' to make, unknown until it runs
+# (its reference's worker sizes them on PyTorch's meta device first: `MEASURED`).
 NEEDS: dict[str, Callable[[Any, Sequence[dict[str, int]], int], Needs]] = {"cuda": needs}
+
+_SIZED_KEYS = ("in", "in64", "out", "out64", "w", "w64")
+MARGIN_BYTES = 1 << 30  # the forwards' own temporaries (workspaces, intermediates), unknown
+
+
+def kernelbench_needs(
+    sized: Sequence[Any], trials: Sequence[dict[str, int]], flush_bytes: int
+) -> Needs | None:
+    """What a KernelBench check holds at once, from its reference's sizing of each trial
+    (torch_roles.sized: bytes of inputs, outputs and weights, as they are and in float64), or
+    None where no trial was sized (pure). The reference runs a trial's forward (weights,
+    inputs, outputs; its float64 forward only where that leaves room, torch_roles) while the
+    candidate may run one of its own (weights, inputs, outputs and the copy it hands over, or
+    sends to the host), each worker's memory cache holding its largest trial: both at once,
+    beside a further L2 flush buffer and the forwards' temporaries. Contexts and the
+    reference's own buffers are already out of the free memory this is held to."""
+    known = [
+        (dict(s), dict(sizes))
+        for s, sizes in zip(sized, trials, strict=False)
+        if isinstance(s, dict) and all(type(s.get(k)) is int and s[k] >= 0 for k in _SIZED_KEYS)
+    ]
+    if not known:
+        return None
+    reference = max(s["w"] + s["in"] + s["out"] for s, _ in known)
+    candidate, at = max((s["w"] + s["in"] + 2 * s["out"], _sizes(z)) for s, z in known)
+    kept = max(s["out64"] for s, _ in known)  # on the host, where they cannot stay on the GPU
+    return Needs(
+        gpu_bytes=reference + candidate + flush_bytes + MARGIN_BYTES,
+        worker_host_bytes=0,
+        controller_bytes=kept + max(s["out"] for s, _ in known),
+        at=at,
+    )
+
+
+def measured_problem(
+    need: Needs, gpu_free: int | None, on_gpu: bool, host_available: int | None
+) -> str:
+    """One line when a check sized by its reference (`MEASURED`: KernelBench) cannot fit ("" when
+    it can): the GPU's free memory,
+    and, where outputs cannot be compared on the GPU, the controller's host memory."""
+    if gpu_free and need.gpu_bytes > gpu_free:
+        return (
+            f"does not fit: checking at {need.at} needs about {need.gpu_bytes / GIB:.1f} GiB of "
+            f"GPU memory (the reference's inputs, weights and outputs beside the candidate's, "
+            f"with the copy of its outputs it hands over) and this GPU has "
+            f"{gpu_free / GIB:.1f} GiB free: use a larger GPU or smaller sizes"
+        )
+    if not on_gpu and host_available is not None and need.controller_bytes > host_available:
+        return (
+            f"does not fit: without memory to hand over, a trial's outputs cross the host, about "
+            f"{need.controller_bytes / GIB:.1f} GiB in kernelwright's own process, and this "
+            f"machine has {host_available / GIB:.1f} GiB available: use smaller sizes"
+        )
+    return ""
 
 
 def host_available_bytes() -> int | None:
@@ -123,3 +178,10 @@ def problem(
             f"{host_available / GIB:.1f} GiB available: make the task's sizes smaller"
         )
     return ""
+
+
+# The kinds whose reference's worker sizes every trial before it runs one (its job says
+# "sized"), and how such a check's needs follow from that sizing.
+MEASURED: dict[str, Callable[[Sequence[Any], Sequence[dict[str, int]], int], Needs | None]] = {
+    "kernelbench": kernelbench_needs
+}

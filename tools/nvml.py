@@ -121,3 +121,21 @@ def clock_sample(pci_bus_id: str | None = None) -> ClockSample | None:
             )
     except NoGpuError:
         return None
+
+
+def process_memory(pci_bus_id: str | None = None) -> dict[int, int]:
+    """GPU memory each process holds on the device (its context, its allocator's pools and
+    arrays), by pid, as the driver counts it: read here, where no worker can change it. Empty
+    where NVML cannot say (no GPU, or a driver that hides other processes' use)."""
+    try:
+        with nvml() as n:
+            h = _handle(n, pci_bus_id)
+            procs = n.nvmlDeviceGetComputeRunningProcesses(h)
+    except (NoGpuError, Exception):  # NVMLError and its kin: nothing known
+        return {}
+    used: dict[int, int] = {}
+    for p in procs:
+        pid, mem = getattr(p, "pid", None), getattr(p, "usedGpuMemory", None)
+        if type(pid) is int and type(mem) is int and mem >= 0:
+            used[pid] = used.get(pid, 0) + mem
+    return used

@@ -17,10 +17,21 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
   W (KernelBench)  -> {"type": "build", "spec"} while it imports, for each load_inline call
                       <- {"cmd": "built", "ok", "cached", "log"} + [library] (extbuild.py)
   W (KernelBench)  -> {"type": "compiled", "result": CompileResult}: the module imported
+  R (KernelBench, job "sized": true), before any trial
+                   -> {"type": "sized", "trials": [{in, in64, out, out64, w, w64} | None],
+                      "gpu_free_bytes", "gpu_total_bytes"} (bytes, from the meta device: fit.py)
   R, per trial     -> {"type": "expected", "trial", "checksums", "dtypes" | "meta"+"native",
                       "reference"} + one array per output
   W, per trial run -> {"type": "outputs", "trial", "run", "checksums", "guards" | "meta",
                       "problem"?} + one array per output (sizes known from R's: Expect)
+  A trial marked "device" (outputs compared on the GPU, devcompare.py): R's "expected" says
+  "device": true and carries no arrays; W's "outputs" carries "device": [{size, offset}] and
+  no arrays, then its memory handles on the descriptor channel; for each such run
+  C -> R           <- {"cmd": "compare", "trial", "outputs": [{dtype, shape, size, offset,
+                      atol, rtol}], "hold"?, "agree"?} + the handles
+                   -> {"type": "compared", "trial", "facts": [...], "agreed"?: [...]}
+  C -> R           <- {"cmd": "next", "trial"} once every run of the trial is compared (R's
+                      job lists in "after_rounds" the trials it makes after its rounds)
   C -> R, W        <- {"cmd": "warmup", "calls", "seconds"} -> {"type": "warm"}
   C -> R, W        <- {"cmd": "round", "round": [seed, sign0, sign1], "probe"} one round a
                       message, in batches in turn (each paused while the other's runs)

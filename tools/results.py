@@ -194,6 +194,15 @@ class CheckReport(Result):
     # host memory at its peak: the controller's process so far, and each worker's process tree
     # by its label, sampled every 50 ms at most while the controller waited on it
     peak_host_bytes: dict[str, int] = {}
+    # GPU memory at its peak, each worker's process tree by its label, as NVML counted it after
+    # each trial and after the rounds (contexts and allocators' pools included); empty where
+    # NVML cannot say
+    peak_gpu_bytes: dict[str, int] = {}
+    # the check's GPU memory as the reference saw it: gpu_peak_bytes (its largest trial, torch's
+    # count), gpu_free_bytes (the least its trials left free); for a KernelBench problem, sized
+    # before any trial ran, gpu_needed_bytes (the estimate its fit was judged by) and
+    # gpu_free_at_start_bytes
+    gpu_bytes: dict[str, int] = {}
 
     @property
     def ok(self) -> bool:

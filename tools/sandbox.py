@@ -123,6 +123,7 @@ class Sandbox:
         self.channel = channel  # False: no result channel; the job comes as a file (profiling)
         self.host_memory_bytes = host_memory_bytes
         self.peak_host_bytes = 0  # the most its tree held, as the watchdog sampled it
+        self.peak_gpu_bytes = 0  # the most GPU memory its tree held, where NVML was sampled
         self.command = command or [
             sys.executable,
             "-m",
@@ -475,6 +476,20 @@ class Crew:
         """Each worker's peak host memory (its whole process tree), by its label, as sampled
         while the controller waited on it (every 50 ms at most)."""
         return {box.label: box.peak_host_bytes for box in self.joined if box.peak_host_bytes}
+
+    def sample_gpu(self, used: dict[int, int]) -> None:
+        """Each running worker's GPU memory now (its whole process tree's, from `used`: pid ->
+        bytes, as NVML counts it, nvml.process_memory), kept where it is its most so far."""
+        for box in self.boxes:
+            if box.proc is None or box.proc.poll() is not None:
+                continue
+            held = sum(used.get(pid, 0) for pid in box._tree())
+            box.peak_gpu_bytes = max(box.peak_gpu_bytes, held)
+
+    def gpu_peaks(self) -> dict[str, int]:
+        """Each worker's most GPU memory where it was sampled (after each trial and after the
+        rounds: never while a call is timed), by its label."""
+        return {box.label: box.peak_gpu_bytes for box in self.joined if box.peak_gpu_bytes}
 
     def __exit__(self, *exc: object) -> None:
         for box in self.boxes:

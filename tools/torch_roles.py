@@ -100,6 +100,53 @@ def described(out: Any) -> list[dict[str, Any]]:
     return meta
 
 
+def _bytes(values: Any) -> tuple[int, int]:
+    """The bytes of the tensors among `values` (a tensor, or a tuple or list of them), as they
+    are and with their floating ones in float64 (pure but for reading the tensors' sizes)."""
+    import torch
+
+    items = values if isinstance(values, tuple | list) else (values,)
+    now = wide = 0
+    for x in items:
+        if isinstance(x, torch.Tensor):
+            n = x.numel()
+            now += n * x.element_size()
+            wide += n * (8 if x.is_floating_point() else x.element_size())
+    return now, wide
+
+
+def sized(runner: Any, trials: list[dict[str, Any]]) -> list[dict[str, int] | None]:
+    """Each trial's tensors, in bytes, worked out without memory: the problem's get_inputs(),
+    its Model and its forward run on PyTorch's meta device (shapes and dtypes only). None for
+    a trial whose problem cannot run so (a tensor made on a named device, a data-dependent
+    op): its check then learns what it takes as it runs."""
+    import torch
+
+    out: list[dict[str, int] | None] = []
+    for trial in trials:
+        try:
+            with torch.device("meta"), torch.no_grad():
+                runner._apply(trial["sizes"])
+                inputs = runner.problem.get_inputs()
+                model = runner.cls(*runner.problem.get_init_inputs())
+                result = model(*inputs)
+                weights = [*model.parameters(), *model.buffers()]
+            if any(
+                isinstance(x, torch.Tensor) and not x.is_meta
+                for x in [
+                    *inputs,
+                    *weights,
+                    *(result if isinstance(result, tuple | list) else [result]),
+                ]
+            ):
+                raise TypeError("made off the meta device")
+            (i, i64), (o, o64), (w_, w64) = _bytes(inputs), _bytes(result), _bytes(weights)
+            out.append({"in": i, "in64": i64, "out": o, "out64": o64, "w": w_, "w64": w64})
+        except Exception:  # what the problem's code raises on meta tensors: any exception
+            out.append(None)
+    return out
+
+
 def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -> Any:
     """The problem's forward in float64 on float64 copies of its inputs, or None where it
     cannot run so (an op without float64, or no room on the GPU): its temporaries die here."""
@@ -116,7 +163,29 @@ def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -
         return None
 
 
-def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any], on_gpu: bool) -> None:
+def _room_for_float64(need: dict[str, int] | None) -> bool:
+    """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
+    inputs and outputs beside what is held now), and then, beside its float64 outputs kept,
+    the candidate's run of it (weights, inputs, outputs and the copy it hands over). Where it
+    would not, the trial's expected outputs are the native forward's: a candidate is never
+    left without room by the reference's precision. True where the trial's size is unknown."""
+    import torch
+
+    if not need:
+        return True
+    candidate = need["w"] + need["in"] + 2 * need["out"]
+    wanted = need["out64"] + max(need["w64"] + need["in64"], candidate) + (512 << 20)
+    return int(torch.cuda.mem_get_info()[0]) >= wanted
+
+
+def _expected(
+    w: Any,
+    runner: Any,
+    i: int,
+    trial: dict[str, Any],
+    on_gpu: bool,
+    need: dict[str, int] | None = None,
+) -> None:
     """Trial i's expected outputs: sent, or, for a trial marked `device`, kept on the GPU and
     compared here with the candidate's runs, which arrive as memory handles
     (devcompare.compare_here): only facts reach the controller. As the candidate's trial_run,
@@ -132,7 +201,7 @@ def _expected(w: Any, runner: Any, i: int, trial: dict[str, Any], on_gpu: bool) 
         sums = tensor_checksums(inputs)
         native_meta = described(runner.build(seed, sizes)(*inputs))
         precision = "PyTorch eager in float64"
-        out = _float64(runner, seed, sizes, inputs)
+        out = _float64(runner, seed, sizes, inputs) if _room_for_float64(need) else None
         if out is None:
             torch.cuda.empty_cache()
             precision = "PyTorch eager"
@@ -231,12 +300,20 @@ def torch_reference(w: Any) -> None:
     w.clock = Clock(w.job["device"]["l2_bytes"])
     runner = TorchRunner(str(w.scratch / PROBLEM), None, "Model")
     on_gpu = bool(w.job["device"].get("vmm"))  # trials marked `device` compared here
+    needs: list[dict[str, int] | None] = [None] * len(w.job["trials"])
+    if w.job.get("sized"):  # what each trial takes, said before any runs (fit.kernelbench)
+        import torch
+
+        needs = sized(runner, w.job["trials"])
+        free, total = torch.cuda.mem_get_info()
+        w.send({"type": "sized", "trials": needs, "gpu_free_bytes": int(free),
+                "gpu_total_bytes": int(total)})  # fmt: skip
     before, after = after_rounds(w.job, on_gpu)
-    for i, trial in before:
-        _expected(w, runner, i, trial, on_gpu)  # its models, inputs and outputs die with it
+    for i, trial in before:  # its models, inputs and outputs die with it
+        _expected(w, runner, i, trial, on_gpu, needs[i])
     w.serve(_Timed(runner, w.clock))
     for i, trial in after:  # after the timing, as the candidate runs them
-        _expected(w, runner, i, trial, on_gpu)
+        _expected(w, runner, i, trial, on_gpu, needs[i])
 
 
 def torch_candidate(w: Any) -> None:

@@ -212,6 +212,13 @@ class Verifier:
 
         ext = extbuild.Builds(self.extensions, self._arch, self.options.python_compile_timeout_s)
         crew = Crew()
+        # the check's GPU memory: the reference's peak over its trials and the least it left
+        # free (for _ready), and, where the reference sized its trials first, what the check
+        # needs and what was free then
+        sizing: dict[str, int] = {}
+
+        def sample() -> None:  # each worker's GPU memory, read from NVML (never while timed)
+            crew.sample_gpu(nvml.process_memory())
 
         def report(verdict: str, reason: str, **extra: Any) -> CheckReport:
             lap("report")
@@ -224,6 +231,8 @@ class Verifier:
                     "reason": cap(reason),
                     "extensions": [vars(b) for b in ext.done],
                     "peak_host_bytes": {"controller": controller_peak_bytes(), **crew.peaks()},
+                    "peak_gpu_bytes": crew.gpu_peaks(),
+                    "gpu_bytes": dict(sizing),
                     "wall_ms": (time.perf_counter() - t0) * 1e3,
                     "phase_ms": phases,
                     **extra,
@@ -258,7 +267,10 @@ class Verifier:
                     *([last] if post.device else []),
                     *(len(trials) + k for k, t in enumerate(later) if t.device),
                 ]
-                extra = {"after_rounds": after_rounds}
+                extra: dict[str, Any] = {"after_rounds": after_rounds}
+                sizer = fit.MEASURED.get(side.worker_task.kind)
+                if sizer is not None:  # its trials sized before it runs one
+                    extra["sized"] = True
                 ref_box.send(job | side.ref_extra | extra, side.ref_arrays)
                 compiler, build_key, built = None, None, None
                 flags = candidate.compile_flags(self.options.backend)
@@ -338,11 +350,18 @@ class Verifier:
                         if isinstance(v := message[0].get(key), int):
                             sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
+                    sample()
                     lap("reference")
                     stage = "candidate"
                     return message
 
-                sizing: dict[str, int] = {}  # the reference's GPU memory, for _ready
+                if sizer is not None:
+                    stage = "reference"
+                    self.progress("sizing the problem's tensors")
+                    too_big = self._sized(ref_box, sizer, ahead, bool(dev.get("vmm")), sizing)
+                    lap("reference")
+                    if too_big:
+                        return report("error", too_big, device=device)
                 first = expected_for(0, trials[0])
                 reference: Any = first[0].get("reference") or task.reference_label
                 stage = "candidate"
@@ -365,6 +384,7 @@ class Verifier:
                     expected = first if i == 0 else expected_for(i, trial)
                     self.progress(f"checking {i + 1}/{len(trials)} at {_describe(trial.sizes)}")
                     outcome = self._trial(task, trial, expected, cand_box, "check", ref_box)
+                    sample()
                     _next(ref_box, i, trial)
                     results.append(outcome)
                     if not outcome.ok:
@@ -396,6 +416,7 @@ class Verifier:
                 with controller_off(self._pin, self.pool.others):
                     rounds = schedule.run(ref_box, cand_box, budget, self._pin, more)
                 after = nvml.clock_sample()
+                sample()
                 for ref, _ in more:  # timed: nothing more of them (their candidates: below)
                     ref.kill()
                 self.pool.release()
@@ -418,6 +439,7 @@ class Verifier:
                     at_bench = expected_for(last, post)
                 cand_box.send({"cmd": "post", "trial": post.job()})
                 post_result = self._trial(task, post, at_bench, cand_box, "post-timing", ref_box)
+                sample()
                 _next(ref_box, last, post)
                 results.append(post_result)
                 others = [(len(trials) + k, t, held[k]) for k, t in enumerate(later)]
@@ -580,6 +602,34 @@ class Verifier:
         need = needs(task, [t.sizes for t in trials], flush_bytes(l2))
         total = device.memory_total_bytes if device else None
         return fit.problem(need, total, self.options.host_memory_bytes, fit.host_available_bytes())
+
+    def _sized(
+        self,
+        box: Sandbox,
+        sizer: Callable[..., fit.Needs | None],
+        trials: list[plan.Trial],
+        on_gpu: bool,
+        sizing: dict[str, int],
+    ) -> str:
+        """Why a check whose reference sizes its trials before running them (fit.MEASURED)
+        would not fit this GPU or this host ("" when it would, or where no trial could be
+        sized); what it needs, and the GPU's free memory, kept in `sizing`."""
+        header, _ = box.receive(
+            self.options.run_timeout_s, "sizing the problem's tensors", Expect(sizes=())
+        )
+        if header.get("type") != "sized" or not isinstance(header.get("trials"), list):
+            raise WorkerFailure("crashed", "the reference sent no sizes for its trials")
+        self._arch()
+        l2 = self._device.l2_bytes if self._device and self._device.l2_bytes else 50 << 20
+        need = sizer(header["trials"], [t.sizes for t in trials], flush_bytes(l2))
+        free = header.get("gpu_free_bytes")
+        free = free if type(free) is int and free > 0 else None
+        if free is not None:
+            sizing["gpu_free_at_start_bytes"] = free
+        if need is None:
+            return ""
+        sizing["gpu_needed_bytes"] = need.gpu_bytes
+        return fit.measured_problem(need, free, on_gpu, fit.host_available_bytes())
 
     def _arch(self) -> str:
         if self._device is None:

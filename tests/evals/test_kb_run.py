@@ -22,7 +22,13 @@ from kernelwright.evals.kb_baselines import (
     Retimed,
     TimingStats,
 )
-from kernelwright.evals.kb_run import STATE_FILE, KbState, final_attempt, needs_memory
+from kernelwright.evals.kb_run import (
+    STATE_FILE,
+    KbState,
+    does_not_fit,
+    final_attempt,
+    needs_memory,
+)
 from kernelwright.tools.backend import ReplayGpu
 from kernelwright.tools.kernelbench import KernelBenchCandidate, KernelBenchTask
 from kernelwright.tools.results import (
@@ -489,6 +495,28 @@ def test_needs_memory() -> None:
     assert needs_memory("CUDA error: out of memory", 80 << 30) == (
         "needs more GPU memory than this GPU has (out of memory): it has 80.0 GiB"
     )
+
+
+def test_a_check_that_says_it_cannot_fit_is_a_skip_with_its_estimate() -> None:
+    """The problem's own check ended before its trials with fit.py's line: skipped, with the
+    estimate and the free memory from its gpu_bytes; without an estimate, its own words."""
+    base = {"task": "x", "candidate": "y", "verdict": "error"}
+    gib = 1 << 30
+    line = "does not fit: checking at batch_size=4096 needs about 31.0 GiB of GPU memory (...)"
+    fits = CheckReport.model_validate(
+        {**base, "reason": line,
+         "gpu_bytes": {"gpu_needed_bytes": 31 * gib, "gpu_free_at_start_bytes": 22 * gib}}
+    )  # fmt: skip
+    assert does_not_fit(fits) == "needs 31.0 GiB (this GPU has 22.0 free)"
+    host = CheckReport.model_validate({**base, "reason": "does not fit: without memory to hand "
+                                       "over, a trial's outputs cross the host"})  # fmt: skip
+    assert does_not_fit(host) == (
+        "cannot fit: without memory to hand over, a trial's outputs cross the host"
+    )
+    other = CheckReport.model_validate({**base, "reason": "the task's reference failed: x"})
+    assert does_not_fit(other) == ""
+    wrong = CheckReport.model_validate({**base, "verdict": "wrong", "reason": line})
+    assert does_not_fit(wrong) == ""
 
 
 def test_the_command_line(tmp_path: Path) -> None:

@@ -80,6 +80,10 @@ def test_a_2_gib_output_is_checked_without_crossing_the_host(tmp_path: Path) -> 
     peaks = report["peak_host_bytes"]
     assert peaks["controller"] < 1.5 * gib, peaks
     assert all(v < 6 * gib for v in peaks.values()), peaks
+    # each worker's GPU memory, as NVML counts it: the reference held the 4 GiB float64 output
+    gpu = report["peak_gpu_bytes"]
+    assert gpu.get("reference", 0) > 4 * gib and gpu.get("candidate", 0) > 2 * gib, gpu
+    assert report["gpu_bytes"]["gpu_needed_bytes"] > 4 * gib, report["gpu_bytes"]
     assert 0.9 < report["timing"]["speedup"] < 1.1
 
 
@@ -126,3 +130,39 @@ def test_a_trials_inputs_are_drawn_on_the_gpu_alike_in_two_runners(tmp_path: Pat
         assert torch.equal(a, torch.rand(a.shape, device="cuda") - 0.5)
         del a, b
     assert not torch.equal(one.inputs(7, {})[0], one.inputs(9, {})[0])
+
+
+def test_a_problem_is_sized_on_the_meta_device_before_it_runs(tmp_path: Path) -> None:
+    """torch_roles.sized: inputs, outputs and weights in bytes without allocating them; a
+    problem that makes its tensors on a named device is not sized (None)."""
+    from kernelwright.tools.runners import TorchRunner
+    from kernelwright.tools.torch_roles import sized
+
+    path = tmp_path / "problem.py"
+    path.write_text(PROBLEM.format(batch=1 << 14, dim=1 << 20, body="torch.relu(x)"))
+    runner = TorchRunner(str(path), None, "Model")
+    got = sized(runner, [{"sizes": {}}, {"sizes": {"batch_size": 3}}])
+    big = (1 << 14) * (1 << 20) * 4  # 64 GiB, never allocated
+    assert got[0] == {"in": big, "in64": 2 * big, "out": big, "out64": 2 * big, "w": 0, "w64": 0}
+    assert got[1] is not None and got[1]["in"] == 3 * (1 << 20) * 4
+    named = tmp_path / "named.py"
+    named.write_text(
+        PROBLEM.format(batch=4, dim=8, body="torch.relu(x)").replace(
+            "torch.rand(batch_size, dim) - 0.5", "torch.rand(batch_size, dim).cuda()"
+        )
+    )
+    assert sized(TorchRunner(str(named), None, "Model"), [{"sizes": {}}]) == [None]
+
+
+def test_a_problem_too_big_for_the_gpu_ends_in_one_line_before_any_trial(tmp_path: Path) -> None:
+    """A 64 GiB input and output: the check says what it needs and what is free, as an error,
+    in seconds, and nothing was allocated for it (no out-of-memory anywhere)."""
+    problem = PROBLEM.format(batch=1 << 14, dim=1 << 20, body="torch.relu(x)")
+    report = _check(tmp_path, problem, CANDIDATE.format(body="return torch.relu(x)"))
+    assert report["verdict"] == "error", report["reason"]
+    reason = report["reason"]
+    assert reason.startswith("does not fit: checking at "), reason
+    assert " needs about " in reason and "GiB of GPU memory" in reason and "\n" not in reason
+    gpu = report["gpu_bytes"]
+    assert gpu["gpu_needed_bytes"] > gpu["gpu_free_at_start_bytes"] > 0
+    assert report["wall_ms"] < 60_000

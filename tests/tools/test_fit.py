@@ -75,3 +75,82 @@ def test_kernelbench_timing_processes_follow_the_hosts_free_memory() -> None:
     assert fit.timing_processes(3, 1 * gib) == 1
     assert fit.timing_processes(1, 100 * gib) == 1
     assert fit.timing_processes(3, None) == 3  # not known: as asked
+
+
+GIB = 1 << 30
+
+
+def _sized(inputs: int, outputs: int, weights: int = 0) -> dict[str, int]:
+    """A float32 problem's sizing (torch_roles.sized): float64 doubles every byte."""
+    return {"in": inputs, "in64": 2 * inputs, "out": outputs, "out64": 2 * outputs,
+            "w": weights, "w64": 2 * weights}  # fmt: skip
+
+
+def test_kernelbench_gelu_at_todays_sizes_fits_an_h100_and_not_a_24_gb_gpu() -> None:
+    """KernelBench's GELU (1/26) at today's sizes: a 6 GiB input, a 6 GiB output. The
+    reference's forward (12 GiB) and the candidate's run with the copy it hands over (18 GiB)
+    may be under way at once: 30 GiB and the margin, which an 80 GB H100 has free and a 24 GB
+    GPU has not, said in one line naming the sizes."""
+    bench = {"batch_size": 4096, "dim": 393216}
+    small = {"batch_size": 2048, "dim": 393216}
+    need = fit.kernelbench_needs(
+        [_sized(3 * GIB, 3 * GIB), _sized(6 * GIB, 6 * GIB)], [small, bench], 100 << 20
+    )
+    assert need is not None and need.at == "batch_size=4096, dim=393216"
+    assert 30 * GIB < need.gpu_bytes < 32 * GIB
+    assert fit.measured_problem(need, 78 * GIB, True, 64 * GIB) == ""
+    line = fit.measured_problem(need, 22 * GIB, True, 64 * GIB)
+    assert line.startswith("does not fit: checking at batch_size=4096, dim=393216 needs about")
+    assert "GiB of GPU memory" in line and "22.0 GiB free" in line and "\n" not in line
+    # without memory to hand over, the float64 outputs cross the host to the controller
+    off = fit.measured_problem(need, 78 * GIB, False, 8 * GIB)
+    assert off.startswith("does not fit: without memory to hand over") and "8.0 GiB" in off
+    assert fit.measured_problem(need, 78 * GIB, False, 64 * GIB) == ""
+
+
+def test_kernelbench_trials_not_sized_leave_the_check_to_learn_as_it_runs() -> None:
+    """A problem whose code cannot run on the meta device (None), or a sizing that is not
+    counts of bytes, is not judged before the check: None, not a guess."""
+    assert fit.kernelbench_needs([None, None], [{}, {}], 1) is None
+    assert fit.kernelbench_needs([{"in": -1}, "x"], [{}, {}], 1) is None
+    bad = {**_sized(GIB, GIB), "out": 1.5}
+    assert fit.kernelbench_needs([bad], [{}], 1) is None
+    # a sized trial among unsized ones still counts, with its own sizes named
+    need = fit.kernelbench_needs([None, _sized(GIB, 2 * GIB, GIB)], [{}, {"n": 3}], 0)
+    assert need is not None and need.at == "n=3"
+    assert need.gpu_bytes == (1 + 1 + 2) * GIB + (1 + 1 + 4) * GIB + fit.MARGIN_BYTES
+    assert fit.MEASURED["kernelbench"] is fit.kernelbench_needs
+
+
+class _SizingBox:
+    def __init__(self, header: dict[str, object]) -> None:
+        self.header = header
+
+    def receive(self, timeout_s: float, phase: str, expect: object = None) -> object:
+        assert phase == "sizing the problem's tensors"
+        return self.header, []
+
+
+def test_the_controller_judges_a_kernelbench_checks_fit_from_its_references_sizing() -> None:
+    """The reference's "sized" message, read before its first trial: a check that cannot fit
+    ends with the one line, and the estimate and the free memory go in the report's gpu_bytes;
+    a message that is not a sizing is the reference's failure."""
+    import pytest
+
+    from kernelwright.tools.sandbox import WorkerFailure
+    from kernelwright.tools.verify import Verifier
+
+    trials = [plan.Trial(sizes={"batch_size": 4096}, seed=1, poisons=(1,))]
+    verifier = Verifier()
+    header = {"type": "sized", "trials": [_sized(6 * GIB, 6 * GIB)], "gpu_free_bytes": 20 * GIB}
+    sizing: dict[str, int] = {}
+    line = verifier._sized(_SizingBox(header), fit.kernelbench_needs, trials, True, sizing)  # type: ignore[arg-type]
+    assert line.startswith("does not fit: checking at batch_size=4096 needs about 31.")
+    assert sizing["gpu_free_at_start_bytes"] == 20 * GIB
+    assert 30 * GIB < sizing["gpu_needed_bytes"] < 32 * GIB
+    roomy = {**header, "gpu_free_bytes": 70 * GIB}
+    assert verifier._sized(_SizingBox(roomy), fit.kernelbench_needs, trials, True, {}) == ""  # type: ignore[arg-type]
+    unknown = {**header, "trials": [None]}
+    assert verifier._sized(_SizingBox(unknown), fit.kernelbench_needs, trials, True, {}) == ""  # type: ignore[arg-type]
+    with pytest.raises(WorkerFailure, match="no sizes"):
+        verifier._sized(_SizingBox({"type": "expected"}), fit.kernelbench_needs, trials, True, {})  # type: ignore[arg-type]

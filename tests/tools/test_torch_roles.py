@@ -138,3 +138,37 @@ def test_trials_compared_on_the_gpu_are_kept_there_and_run_where_the_controller_
     w3.job["after_rounds"] = [1]  # not marked `device`: the controller and worker disagree
     with pytest.raises(ValueError, match="cannot run after the rounds"):
         torch_roles.torch_reference(w3)
+
+
+def test_a_sized_job_says_its_trials_sizes_first_and_keeps_room_for_the_candidate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With "sized" in its job (fit.MEASURED), the reference's worker sends every trial's
+    sizes (torch_roles.sized) and the GPU's free memory before it runs one. A trial whose
+    float64 forward, kept beside the candidate's run, would not fit the free memory gets its
+    expected outputs from the native forward (labelled so); one not sized runs in float64."""
+    done: list[str] = []
+    w = _Worker(trials=2)
+    w.job["sized"] = True
+    headers: list[dict[str, Any]] = []
+    send = w.send
+
+    def keep(msg: dict[str, Any], arrays: Any = ()) -> None:
+        headers.append(msg)
+        send(msg, arrays)
+
+    w.send = keep  # type: ignore[method-assign]
+    _fakes(monkeypatch, w, done)
+    big = {"in": 1 << 30, "in64": 2 << 30, "out": 1 << 30, "out64": 2 << 30, "w": 0, "w64": 0}
+    monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: [big, None])
+    torch_roles.torch_reference(w)  # the fakes' GPU has 1 GiB free
+    assert w.sent == ["sized", "expected", "expected", "serve"]
+    assert headers[0]["trials"] == [big, None] and headers[0]["gpu_free_bytes"] == 1 << 30
+    assert headers[1]["reference"] == "PyTorch eager"
+    assert headers[2]["reference"] == "PyTorch eager in float64"
+    assert done.count("build64") == 1
+    w2 = _Worker(trials=1)  # no "sized": nothing sent before the trials, as before
+    _fakes(monkeypatch, w2, [])
+    monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: pytest.fail("sized"))
+    torch_roles.torch_reference(w2)
+    assert w2.sent == ["expected", "serve"]
