@@ -1,4 +1,4 @@
-// expect: correct (speedup 0-1.3) — returns at once, finishes in a thread while a fault handler holds the copy back of y: timed until the outputs are back
+// expect: implausible (escaped its clock) — returns at once, finishes in a thread while a fault handler holds the copy back of y: most of the call escaped its clock
 // task: cpp/gemv
 // kernelwright: drop-in host function for gemv() from gemv.cpp, with the same signature.
 // It allocates device memory, copies the arguments in, launches the verified kernel below,
