@@ -233,6 +233,7 @@ def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
             finally:
                 for fd in fds:
                     os.close(fd)
+            worker.handed_over()
 
     for i, trial in enumerate(worker.job["trials"]):
         trial_run(i, trial)

@@ -84,12 +84,14 @@ def kernelbench_needs(
 ) -> Needs | None:
     """What a KernelBench check holds at once, from its reference's sizing of each trial
     (torch_roles.sized: bytes of inputs, outputs and weights, as they are and in float64), or
-    None where no trial was sized (pure). The reference runs a trial's forward (weights,
-    inputs, outputs; its float64 forward only where that leaves room, torch_roles) while the
-    candidate may run one of its own (weights, inputs, outputs and the copy it hands over, or
-    sends to the host), each worker's memory cache holding its largest trial: both at once,
-    beside a further L2 flush buffer and the forwards' temporaries. Contexts and the
-    reference's own buffers are already out of the free memory this is held to."""
+    None where no trial was sized (pure). Each worker's memory cache holds its largest trial's
+    weights, inputs and outputs. The reference's forward of a trial may run while the candidate
+    runs its own; then, while the candidate's runs are compared, the reference keeps its
+    outputs (in float64 only where that leaves room, torch_roles) and up to two runs' copies
+    handed over (a run waits for the one before to be compared: serving.Worker.handed_over).
+    The larger of the two, beside a further L2 flush buffer and the forwards' temporaries.
+    Contexts and the reference's own buffers are already out of the free memory this is held
+    to."""
     known = [
         (dict(s), dict(sizes))
         for s, sizes in zip(sized, trials, strict=False)
@@ -97,13 +99,15 @@ def kernelbench_needs(
     ]
     if not known:
         return None
-    reference = max(s["w"] + s["in"] + s["out"] for s, _ in known)
-    candidate, at = max((s["w"] + s["in"] + 2 * s["out"], _sizes(z)) for s, z in known)
-    kept = max(s["out64"] for s, _ in known)  # on the host, where they cannot stay on the GPU
+    cache, at = max((s["w"] + s["in"] + s["out"], _sizes(z)) for s, z in known)
+    out = max(s["out"] for s, _ in known)
+    running = cache + cache  # both forwards at once
+    comparing = out + cache + 2 * out  # the kept outputs, the candidate's, two runs' copies
     return Needs(
-        gpu_bytes=reference + candidate + flush_bytes + MARGIN_BYTES,
+        gpu_bytes=max(running, comparing) + flush_bytes + MARGIN_BYTES,
         worker_host_bytes=0,
-        controller_bytes=kept + max(s["out"] for s, _ in known),
+        # without memory to hand over, the float64 outputs and a run's cross the host
+        controller_bytes=max(s["out64"] for s, _ in known) + 2 * out,
         at=at,
     )
 

@@ -85,6 +85,15 @@ class Worker:
         cmd, _ = self.reader.read_message(time.monotonic() + 3600)
         return cmd
 
+    def handed_over(self) -> None:
+        """After a run's memory handles went out: wait for the controller's "taken", sent once
+        the reference's worker compared them, so a worker that runs its trials back to back
+        never has more than the run it compares next handed over (with the one before, for a
+        trial whose runs are compared with each other): each handle holds its GPU memory."""
+        cmd = self.command()
+        if cmd.get("cmd") != "taken":
+            raise ValueError(f"expected 'taken' after handing a run over, got {cmd.get('cmd')!r}")
+
     def serve(self, rounds: Any, post: Any = None) -> None:
         """Answer the controller's timing commands until it says done. Python's garbage
         collector runs once, in the warm-up, and stays off through the rounds, as timeit does:

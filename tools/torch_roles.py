@@ -166,14 +166,14 @@ def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -
 def _room_for_float64(need: dict[str, int] | None) -> bool:
     """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
     inputs and outputs beside what is held now), and then, beside its float64 outputs kept,
-    the candidate's run of it (weights, inputs, outputs and the copy it hands over). Where it
-    would not, the trial's expected outputs are the native forward's: a candidate is never
-    left without room by the reference's precision. True where the trial's size is unknown."""
+    the candidate's run of it (weights, inputs, outputs, and two runs' copies handed over).
+    Where it would not, the trial's expected outputs are the native forward's: a candidate is
+    never left without room by the reference's precision. True where the size is unknown."""
     import torch
 
     if not need:
         return True
-    candidate = need["w"] + need["in"] + 2 * need["out"]
+    candidate = need["w"] + need["in"] + 3 * need["out"]
     wanted = need["out64"] + max(need["w64"] + need["in64"], candidate) + (512 << 20)
     return int(torch.cuda.mem_get_info()[0]) >= wanted
 
@@ -286,6 +286,7 @@ def _handed_over(w: Any, header: dict[str, Any], out: Any) -> None:
         shared.release()
         for fd in fds:
             os.close(fd)
+    w.handed_over()
 
 
 def torch_reference(w: Any) -> None:

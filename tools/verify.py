@@ -702,10 +702,13 @@ class Verifier:
             fds = []
             if places:
                 fds = box.receive_fds(len(places), self.options.start_timeout_s, where)
+            handed = places is not None  # the worker waits for "taken" before its next run
             try:
                 if judge.device_run_problem(task, header, ref[0]) or (r and not compared_before):
                     runs.append((header, [], None))
                     compared_before = False
+                    if handed:
+                        box.send({"cmd": "taken"})
                     continue
                 try:
                     outputs = judge.device_outputs(task, trial, header, ref[0])
@@ -741,6 +744,8 @@ class Verifier:
                 raise cpp_check.ReferenceProblem("the task's reference did not compare the runs")
             runs.append((header, found, agreed))
             compared_before = True
+            if handed:
+                box.send({"cmd": "taken"})
         return judge.device_trial_result(task, trial, ref[0], runs, phase)
 
 

@@ -299,6 +299,7 @@ def test_the_controller_passes_the_candidates_memory_to_the_reference() -> None:
         {"cmd": "compare", "trial": 3, "outputs": judge.device_outputs(task, trial, run, {})}
     ]
     assert ref.passed == [b"the candidate's y"]
+    assert cand.sent == [{"cmd": "taken"}]  # its next run may start: this one was compared
     with pytest.raises(OSError):
         os.fstat(fd)  # the controller keeps no descriptor
     assert not result.ok and result.on_gpu and "wrong at 1 of 3,072" in result.reason
@@ -423,8 +424,10 @@ def test_the_controller_holds_a_first_run_for_the_second_and_reads_every_run() -
             {"type": "compared", "trial": 2, "facts": [found], "agreed": [found]},
         ]
     )
-    result = verifier._trial(task, trial, (_kb_ref([8, 4]), []), Cand(runs), "check", ref)  # type: ignore[arg-type]
+    first = Cand(runs)
+    result = verifier._trial(task, trial, (_kb_ref([8, 4]), []), first, "check", ref)  # type: ignore[arg-type]
     assert result.ok and result.on_gpu, result.reason
+    assert first.sent == [{"cmd": "taken"}] * 2  # each run's go-ahead, once compared
     assert [(c["cmd"], c.get("hold"), c.get("agree")) for c in ref.sent] == [
         ("compare", True, None),
         ("compare", None, True),
@@ -435,6 +438,7 @@ def test_the_controller_holds_a_first_run_for_the_second_and_reads_every_run() -
     result = verifier._trial(task, trial, (_kb_ref([8, 4]), []), cand, "check", ref)  # type: ignore[arg-type]
     assert not result.ok and result.reason == "input modified: input 0 differs after the call"
     assert cand.replies == [] and ref.sent == []  # both runs read, neither compared
+    assert cand.sent == [{"cmd": "taken"}] * 2  # and each let go, its handles closed
     bad = _Box([{**_kb_run([8, 4]), "device": "everything"}])
     with pytest.raises(WorkerFailure, match="not handed over"):
         verifier._trial(task, trial, (_kb_ref([8, 4]), []), bad, "check", ref)  # type: ignore[arg-type]
@@ -476,3 +480,26 @@ def test_the_reference_serves_a_trials_comparisons_until_next(
         devcompare.compare_here(W([{"cmd": "compare", "trial": 5}]), 4, ["expected"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="expected the comparison of trial 4"):
         devcompare.compare_here(W([{"cmd": "next", "trial": 3}]), 4, ["expected"])  # type: ignore[arg-type]
+
+
+def test_a_worker_hands_a_run_over_only_once_the_one_before_was_taken() -> None:
+    """serving.Worker.handed_over: after a run's handles go out, the worker waits for the
+    controller's "taken" (each handle holds GPU memory: a worker running its trials back to
+    back would otherwise have all of them handed over at once); anything else is an error."""
+    from kernelwright.tools.protocol import FrameReader, write_message
+    from kernelwright.tools.serving import Worker
+
+    def worker(*cmds: dict[str, Any]) -> Worker:
+        r, w = os.pipe()
+        for cmd in cmds:
+            write_message(w, cmd)
+        os.close(w)
+        got = Worker.__new__(Worker)
+        got.reader = FrameReader(r)
+        return got
+
+    w = worker({"cmd": "taken"}, {"cmd": "round"})
+    w.handed_over()
+    assert w.command()["cmd"] == "round"  # the next command, for what comes next
+    with pytest.raises(ValueError, match="expected 'taken' after handing a run over"):
+        worker({"cmd": "warmup"}).handed_over()
