@@ -30,6 +30,8 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
   C -> R           <- {"cmd": "compare", "trial", "outputs": [{dtype, shape, size, offset,
                       atol, rtol}], "hold"?, "agree"?} + the handles
                    -> {"type": "compared", "trial", "facts": [...], "agreed"?: [...]}
+  C -> W           <- {"cmd": "taken"} after each run W handed over (compared or not): only
+                      then does W run the next (serving.Worker.handed_over)
   C -> R           <- {"cmd": "next", "trial"} once every run of the trial is compared (R's
                       job lists in "after_rounds" the trials it makes after its rounds)
   C -> R, W        <- {"cmd": "warmup", "calls", "seconds"} -> {"type": "warm"}
