@@ -87,9 +87,16 @@ def _imports(torch: bool) -> None:
     from . import kernelbench, kernels, rounds, runners, sketch, spec, timing  # noqa: F401
 
     if torch:
-        import torch as torch_module  # noqa: F401
+        import torch as torch_module
 
         from . import torch_roles  # noqa: F401
+
+        # PyTorch loads its meta device's kernels on their first use, which took 6.2 s on the
+        # lent H100's host: the reference sizes its trials on them (torch_roles.sized) before
+        # its first trial, so they load here, while a spare waits (host work, no GPU)
+        with torch_module.device("meta"), torch_module.no_grad():
+            layer = torch_module.nn.Linear(3, 4)
+            layer(torch_module.rand(2, 3)).relu().sum()
 
 
 def _warm(torch: bool) -> None:
