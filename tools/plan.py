@@ -39,15 +39,21 @@ class Trial:
     held_out: bool = False
     inits: dict[str, str] = field(default_factory=dict)  # argument: its distribution here
     device: bool = False  # outputs compared on the GPU, in the reference's worker
+    # a model's weights (KernelBench): one seed for every trial of a check, as KernelBench's
+    # own harness builds one model for all its trials; None: the trial's own seed
+    model_seed: int | None = None
 
     def job(self) -> dict[str, Any]:
-        return {
+        job: dict[str, Any] = {
             "sizes": self.sizes,
             "seed": self.seed,
             "poisons": list(self.poisons),
             "inits": self.inits,
             "device": self.device,
         }
+        if self.model_seed is not None:
+            job["model_seed"] = self.model_seed
+        return job
 
 
 def poisons(rng: random.Random, n: int) -> tuple[int, ...]:

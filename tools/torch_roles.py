@@ -77,6 +77,7 @@ class _Timed:
 
         import torch
 
+        self.runner.forget()  # the trials' models: not held through the timing
         gc.collect()
         torch.cuda.empty_cache()
         with torch.no_grad():
@@ -153,7 +154,7 @@ def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -
     import torch
 
     try:
-        model64 = runner.build(seed, sizes, float64=True)
+        model64 = runner.build(seed, sizes, float64=True, keep=True)
         ins64 = [
             x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
             for x in inputs
@@ -195,18 +196,19 @@ def _expected(
     import torch
 
     sizes, seed = trial["sizes"], trial["seed"]
+    weights = trial.get("model_seed", seed)
     torch.cuda.reset_peak_memory_stats()
     with torch.no_grad():
         inputs = runner.inputs(seed, sizes)
         sums = tensor_checksums(inputs)
-        native_meta = described(runner.build(seed, sizes)(*inputs))
+        native_meta = described(runner.build(weights, sizes, keep=True)(*inputs))
         precision = "PyTorch eager in float64"
-        out = _float64(runner, seed, sizes, inputs) if _room_for_float64(need) else None
+        out = _float64(runner, weights, sizes, inputs) if _room_for_float64(need) else None
         if out is None:
             torch.cuda.empty_cache()
             precision = "PyTorch eager"
             inputs = runner.inputs(seed, sizes)  # as they were: the forward may write them
-            out = runner.build(seed, sizes)(*inputs)
+            out = runner.build(weights, sizes, keep=True)(*inputs)
         torch.cuda.synchronize()
         header = {
             "type": "expected",
@@ -312,6 +314,7 @@ def torch_reference(w: Any) -> None:
     before, after = after_rounds(w.job, on_gpu)
     for i, trial in before:  # its models, inputs and outputs die with it
         _expected(w, runner, i, trial, on_gpu, needs[i])
+    runner.forget()  # the trials' models are not held through the timing
     w.serve(_Timed(runner, w.clock))
     for i, trial in after:  # after the timing, as the candidate runs them
         _expected(w, runner, i, trial, on_gpu, needs[i])
@@ -352,7 +355,7 @@ def torch_candidate(w: Any) -> None:
     def trial_run(label: Any, trial: dict[str, Any]) -> None:
         sizes, seed = trial["sizes"], trial["seed"]
         with torch.no_grad():
-            model = runner.build(seed, sizes)
+            model = runner.build(trial.get("model_seed", seed), sizes, keep=True)
             for run, _ in enumerate(trial["poisons"]):
                 inputs = runner.inputs(seed, sizes)
                 runner.poison_allocator(4 * out_bytes)
@@ -376,6 +379,7 @@ def torch_candidate(w: Any) -> None:
 
     for i, trial in enumerate(w.job["trials"]):
         trial_run(i, trial)
+    runner.forget()  # the trials' models are not held through the timing
     w.serve(_Timed(runner, w.clock), post=trial_run)
 
 

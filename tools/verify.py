@@ -198,6 +198,13 @@ class Verifier:
         rng = random.Random(secrets.randbits(64))
         trials, post = plan.plan_trials(task, rng, self.options.min_trials)
         later = plan.after_timing(task, rng)  # other sizes, after the timing, in every process
+        if task.host_code:  # a model's weights: one seed for the check's trials (TorchRunner)
+            model_seed = rng.randrange(1 << 31)
+            trials, post, later = (
+                [dataclasses.replace(t, model_seed=model_seed) for t in trials],
+                dataclasses.replace(post, model_seed=model_seed),
+                [dataclasses.replace(t, model_seed=model_seed) for t in later],
+            )
         if self.options.compare_on_gpu:  # large outputs compared where they are (devcompare)
             trials, post = [plan.on_device(task, t) for t in trials], plan.on_device(task, post)
             later = [plan.on_device(task, t) for t in later]

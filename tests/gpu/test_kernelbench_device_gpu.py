@@ -166,3 +166,20 @@ def test_a_problem_too_big_for_the_gpu_ends_in_one_line_before_any_trial(tmp_pat
     gpu = report["gpu_bytes"]
     assert gpu["gpu_needed_bytes"] > gpu["gpu_free_at_start_bytes"] > 0
     assert report["wall_ms"] < 60_000
+
+
+def test_a_runner_keeps_a_model_for_trials_that_ask_for_it(tmp_path: Path) -> None:
+    """TorchRunner.build(keep=True): the same model for the same seed, sizes and precision,
+    built afresh after forget(); keep=False always builds."""
+    from kernelwright.tools.runners import TorchRunner
+
+    path = tmp_path / "problem.py"
+    path.write_text(PROBLEM.format(batch=4, dim=8, body="torch.relu(x)"))
+    runner = TorchRunner(str(path), None, "Model")
+    one = runner.build(3, {}, keep=True)
+    assert runner.build(3, {}, keep=True) is one
+    assert runner.build(3, {}) is not one and runner.build(4, {}, keep=True) is not one
+    assert runner.build(3, {}, float64=True, keep=True) is not one
+    assert runner.build(3, {"batch_size": 2}, keep=True) is not one
+    runner.forget()
+    assert runner.build(3, {}, keep=True) is not one

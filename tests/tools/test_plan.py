@@ -155,3 +155,14 @@ def test_two_poisons_differ_for_8_bit_outputs() -> None:
     # a kernel that wrote every element, each with the value 0x30, in both runs
     written = [np.full(16, 0x30, dtype=np.uint8), np.full(16, 0x30, dtype=np.uint8)]
     assert unwritten("y", written, poisons) == ""
+
+
+def test_a_trials_model_seed_goes_in_its_job_only_when_set() -> None:
+    """One seed for a KernelBench check's weights (verify.py sets it on every trial), sent as
+    "model_seed"; a trial without one sends none, and its worker uses the trial's own seed."""
+    from kernelwright.tools import plan as plan_module
+
+    plain = plan_module.Trial({"n": 4}, 11, (1, 2))
+    assert "model_seed" not in plain.job()
+    seeded = plan_module.Trial({"n": 4}, 11, (1, 2), model_seed=5)
+    assert seeded.job()["model_seed"] == 5 and seeded.job()["seed"] == 11

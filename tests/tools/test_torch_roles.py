@@ -54,18 +54,31 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
 
     class Runner:
-        def __init__(self, *args: Any) -> None:
-            done.append("runner")
-
         def inputs(self, seed: int, sizes: dict[str, int]) -> list[Any]:
             done.append("inputs")
             return []
 
-        def build(self, seed: int, sizes: dict[str, int], float64: bool = False) -> Any:
+        def __init__(self, *args: Any) -> None:
+            done.append("runner")
+            self.kept: dict[Any, Any] = {}
+
+        def build(
+            self, seed: int, sizes: dict[str, int], float64: bool = False, keep: bool = False
+        ) -> Any:
+            key = (seed, tuple(sorted(sizes.items())), float64)
+            if keep and key in self.kept:
+                done.append("kept64" if float64 else "kept")
+                return self.kept[key]
             done.append("build64" if float64 else "build")
             model = _Model()
             w.made.append(weakref.ref(model))
+            if keep:
+                self.kept[key] = model
             return model
+
+        def forget(self) -> None:
+            done.append("forget")
+            self.kept.clear()
 
     def clock(l2_bytes: int) -> str:
         done.append("clock")
@@ -172,3 +185,22 @@ def test_a_sized_job_says_its_trials_sizes_first_and_keeps_room_for_the_candidat
     monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: pytest.fail("sized"))
     torch_roles.torch_reference(w2)
     assert w2.sent == ["expected", "serve"]
+
+
+def test_trials_of_one_model_seed_build_the_model_once_and_not_through_the_timing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trials that share a model seed and sizes (a check gives all its trials one, as
+    KernelBench's harness builds one model) share the model in each precision; a trial at
+    other sizes builds its own; none is alive when the rounds are served."""
+    done: list[str] = []
+    w = _Worker(trials=4)
+    for t in w.job["trials"]:
+        t["model_seed"] = 77
+    w.job["trials"][2]["sizes"] = {"batch_size": 3}
+    _fakes(monkeypatch, w, done)
+    torch_roles.torch_reference(w)
+    assert done.count("build") == 2 and done.count("build64") == 2  # {} and batch_size=3
+    assert done.count("kept") == 2 and done.count("kept64") == 2
+    assert done[-1] == "forget" and w.sent[-1] == "serve"
+    assert w.alive_when_served == []
