@@ -8,6 +8,10 @@
 #   bash .ci/device.sh suite kb-a       # the suite's KernelBench cases kb_a* to kb_l*
 #   bash .ci/device.sh suite kb-b       # kb_m* to kb_z*
 #   bash .ci/device.sh suite rest       # every other case
+#   bash .ci/device.sh suite third-1    # a whole run in three calls of under 10 minutes each:
+#   bash .ci/device.sh suite third-2    #   third-1: kb-a, input, output, harness (~540 s);
+#   bash .ci/device.sh suite third-3    #   third-2: kb-b, controls, memory (~470 s); third-3:
+#                                       #   precision, timing (~360 s) (H100, 125 cases)
 #   bash .ci/device.sh suite 'GLOB'     # the cases --only GLOB picks, e.g. '*/kb_other*'
 #   bash .ci/device.sh run CMD [ARGS]   # any command, with kernelwright installed as above
 # Logs, one JSON line a case, go under $OUT (or ./device-out). Wheels are installed with
@@ -41,6 +45,17 @@ case "${1:-}" in
     python3 -m pytest -q -m gpu "${@:-tests/gpu}" --ignore tests/gpu/test_adversarial_gpu.py \
       -p no:cacheprovider 2>&1 | tee "$out/tests.log" | tail -15 ;;
   suite)
+    case "${2:-}" in
+      third-1|third-2|third-3)  # each family's own files apart from the KernelBench cases
+        case "$2" in
+          third-1) parts=(kb-a 'input/[!k]*' 'output/[!k]*' 'harness/[!k]*') ;;
+          third-2) parts=(kb-b 'controls/[!k]*' 'memory/[!k]*') ;;
+          third-3) parts=('precision/[!k]*' 'timing/[!k]*') ;;
+        esac
+        code=0
+        for part in "${parts[@]}"; do bash "$0" suite "$part" || code=$?; done
+        exit $code ;;
+    esac
     case "${2:-}" in
       kb-a) only='*/kb_[a-l]*' ;;
       kb-b) only='*/kb_[m-z]*' ;;
