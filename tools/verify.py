@@ -603,10 +603,8 @@ class Verifier:
         needs = fit.NEEDS.get(task.kind)
         if needs is None:
             return ""
-        self._arch()  # the device, where NVML can tell
+        need = needs(task, [t.sizes for t in trials], self._flush_bytes())
         device = self._device
-        l2 = device.l2_bytes if device and device.l2_bytes else 50 << 20
-        need = needs(task, [t.sizes for t in trials], flush_bytes(l2))
         total = device.memory_total_bytes if device else None
         return fit.problem(need, total, self.options.host_memory_bytes, fit.host_available_bytes())
 
@@ -626,9 +624,7 @@ class Verifier:
         )
         if header.get("type") != "sized" or not isinstance(header.get("trials"), list):
             raise WorkerFailure("crashed", "the reference sent no sizes for its trials")
-        self._arch()
-        l2 = self._device.l2_bytes if self._device and self._device.l2_bytes else 50 << 20
-        need = sizer(header["trials"], [t.sizes for t in trials], flush_bytes(l2))
+        need = sizer(header["trials"], [t.sizes for t in trials], self._flush_bytes())
         free = header.get("gpu_free_bytes")
         free = free if type(free) is int and free > 0 else None
         if free is not None:
@@ -637,6 +633,12 @@ class Verifier:
             return ""
         sizing["gpu_needed_bytes"] = need.gpu_bytes
         return fit.measured_problem(need, free, on_gpu, fit.host_available_bytes())
+
+    def _flush_bytes(self) -> int:
+        """An L2 flush buffer's bytes on this GPU (its L2 where NVML can tell, else 50 MB's)."""
+        self._arch()  # the device, where NVML can tell
+        device = self._device
+        return flush_bytes(device.l2_bytes if device and device.l2_bytes else 50 << 20)
 
     def _arch(self) -> str:
         if self._device is None:
