@@ -166,17 +166,22 @@ def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -
 
 def _room_for_float64(need: dict[str, int] | None) -> bool:
     """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
-    inputs and outputs beside what is held now), and then, beside its float64 outputs kept,
-    the candidate's run of it (weights, inputs, outputs, and two runs' copies handed over).
-    Where it would not, the trial's expected outputs are the native forward's: a candidate is
-    never left without room by the reference's precision. True where the size is unknown."""
+    inputs and outputs beside the native inputs and model held), and then, beside its float64
+    outputs kept, the candidate's run of it (weights, inputs, outputs, and two runs' copies
+    handed over). Where it would not, the trial's expected outputs are the native forward's: a
+    candidate is never left without room by the reference's precision. Judged against the
+    GPU's whole memory, not what is free now, which the candidate's worker (its imports, its
+    forward's cache) decides: what it holds cannot choose the reference's precision (where it
+    leaves the float64 forward short anyway, that forward fails and the native one stands, as
+    before). True where the size is unknown."""
     import torch
 
     if not need:
         return True
     candidate = need["w"] + need["in"] + 3 * need["out"]
-    wanted = need["out64"] + max(need["w64"] + need["in64"], candidate) + (512 << 20)
-    return int(torch.cuda.mem_get_info()[0]) >= wanted
+    held = need["w"] + need["in"] + (2 << 30)  # the native trial's, two contexts, flush buffers
+    wanted = held + need["out64"] + max(need["w64"] + need["in64"], candidate)
+    return int(torch.cuda.mem_get_info()[1]) >= wanted
 
 
 def _expected(

@@ -174,7 +174,7 @@ def test_a_sized_job_says_its_trials_sizes_first_and_keeps_room_for_the_candidat
     _fakes(monkeypatch, w, done)
     big = {"in": 1 << 30, "in64": 2 << 30, "out": 1 << 30, "out64": 2 << 30, "w": 0, "w64": 0}
     monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: [big, None])
-    torch_roles.torch_reference(w)  # the fakes' GPU has 1 GiB free
+    torch_roles.torch_reference(w)  # the fakes' GPU: 1 GiB free of 2
     assert w.sent == ["sized", "expected", "expected", "serve"]
     assert headers[0]["trials"] == [big, None] and headers[0]["gpu_free_bytes"] == 1 << 30
     assert headers[1]["reference"] == "PyTorch eager"
@@ -204,3 +204,22 @@ def test_trials_of_one_model_seed_build_the_model_once_and_not_through_the_timin
     assert done.count("kept") == 2 and done.count("kept64") == 2
     assert done[-1] == "forget" and w.sent[-1] == "serve"
     assert w.alive_when_served == []
+
+
+def test_what_the_candidate_holds_does_not_choose_the_references_precision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The float64 forward's room is judged against the GPU's whole memory: a candidate's
+    worker that holds nearly all of it (free: 1 MiB of 80 GiB) cannot make the reference fall
+    back to its native precision."""
+    import sys
+
+    done: list[str] = []
+    w = _Worker(trials=1)
+    w.job["sized"] = True
+    _fakes(monkeypatch, w, done)
+    sys.modules["torch"].cuda.mem_get_info = lambda: (1 << 20, 80 << 30)  # type: ignore[attr-defined]
+    big = {"in": 1 << 30, "in64": 2 << 30, "out": 1 << 30, "out64": 2 << 30, "w": 0, "w64": 0}
+    monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: [big])
+    torch_roles.torch_reference(w)
+    assert done.count("build64") == 1
