@@ -32,6 +32,19 @@ if [ ! -f "$site/.done" ]; then
   touch "$site/.done"
 fi
 export PYTHONPATH="$site"
+# The lent machine's PyTorch (and what it imports: sympy, NumPy, CuPy) came without bytecode,
+# and its Python writes none, so every process compiled their sources afresh: 3.1 to 5.0 s of
+# `import torch` and 3.9 to 6.3 s of the first meta-device forward in each cold worker (H100,
+# eighteenth session, .probe/start.py), and the same in KernelBench's harness beside it. A
+# user's pip install compiles them once; so does this, once a machine, where it may write.
+pyc=$HOME/.kw-bytecode-done
+if [ ! -f "$pyc" ]; then
+  for mod in torch sympy mpmath numpy cupy cupy_backends networkx jinja2 triton; do
+    dir=$(python3 -c "import importlib.util as u, os; s = u.find_spec('$mod'); print(os.path.dirname(s.origin) if s and s.origin else '')" 2>/dev/null)
+    if [ -n "$dir" ] && [ -w "$dir" ]; then python3 -m compileall -q -j 0 "$dir" >/dev/null 2>&1; fi
+  done
+  touch "$pyc"
+fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
 python3 -m compileall -q -j 8 agent tools memory evals prompts >/dev/null 2>&1
 export PATH="$HOME/.local/bin:$PATH"
