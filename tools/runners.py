@@ -7,6 +7,7 @@ build the same inputs without sending them over the pipe.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib.util
@@ -223,6 +224,19 @@ def load_module(path: str, name: str) -> Any:
     return module
 
 
+# A twin (TorchRunner.build) is a host copy of a model's weights: kept only up to this size
+TWIN_MAX_BYTES = 2 << 30
+
+
+def _host_bytes(model: Any) -> int:
+    """The bytes of a module's parameters and buffers (0 for anything else)."""
+    try:
+        tensors = [*model.parameters(), *model.buffers()]
+    except (AttributeError, TypeError):
+        return 0
+    return sum(int(t.numel()) * int(t.element_size()) for t in tensors)
+
+
 class TorchRunner:
     """A KernelBench Model or ModelNew, built with seeded weights."""
 
@@ -238,6 +252,7 @@ class TorchRunner:
         # The problem's own sizes: a trial without overrides runs at these, whatever came before.
         self.defaults = {k: v for k, v in vars(self.problem).items() if type(v) is int}
         self._kept: dict[tuple[Any, ...], Any] = {}  # models built with keep=True
+        self._twins: dict[tuple[Any, ...], Any] = {}  # CPU copies as built (twin=True)
 
     def _apply(self, overrides: dict[str, int]) -> None:
         for key, value in {**self.defaults, **overrides}.items():
@@ -258,20 +273,54 @@ class TorchRunner:
         random.seed(seed)
         np.random.seed(seed & 0xFFFFFFFF)
 
+    def _rng(self, state: Any = None) -> Any:
+        """Every generator _seed seeds: their states now, or (given `state`) set to it."""
+        import random
+
+        torch = self.torch
+        if state is None:
+            return (
+                torch.get_rng_state(),
+                torch.cuda.get_rng_state_all(),
+                random.getstate(),
+                np.random.get_state(),
+            )
+        torch.set_rng_state(state[0])
+        torch.cuda.set_rng_state_all(state[1])
+        random.setstate(state[2])
+        np.random.set_state(state[3])
+        return None
+
     def build(
-        self, seed: int, overrides: dict[str, int], float64: bool = False, keep: bool = False
+        self,
+        seed: int,
+        overrides: dict[str, int],
+        float64: bool = False,
+        keep: bool = False,
+        twin: bool = False,
     ) -> Any:
         """The model, its weights drawn under `seed` on the CPU (as KernelBench's harness
         builds it) and moved to the GPU. `keep`: kept for the next trial that asks for the same
         seed, sizes and precision (a 67M-weight model took 0.7 s to build on the lent H100's
-        host, twice a trial in the reference's worker), until `forget`."""
+        host, twice a trial in the reference's worker), until `forget`. `twin`: a copy of the
+        model as built (on the CPU, before it runs) is kept too, and the float64 build for the
+        same seed and sizes is made from it instead of drawn again: the same weights, for a
+        copy of them instead of a second build, and the generators' states after it."""
         key = (seed, tuple(sorted(overrides.items())), float64)
         self._apply(overrides)
         if keep and key in self._kept:
             return self._kept[key]
-        self._seed(seed)
-        model = self.cls(*self.problem.get_init_inputs())
-        model = model.cuda().eval()
+        kept = self._twins.pop(key[:2], None) if float64 else None
+        if kept is not None:  # the generators left as the build left them: a forward may draw
+            made, state = kept
+            self._rng(state)
+        else:
+            self._seed(seed)
+            made = self.cls(*self.problem.get_init_inputs())
+            if twin and not float64 and _host_bytes(made) <= TWIN_MAX_BYTES:
+                with contextlib.suppress(Exception):  # a model that cannot be copied: built again
+                    self._twins[key[:2]] = (copy.deepcopy(made), self._rng())
+        model = made.cuda().eval()
         model = copy.deepcopy(model).double() if float64 else model
         if keep:
             self._kept[key] = model
@@ -280,6 +329,7 @@ class TorchRunner:
     def forget(self) -> None:
         """No model kept: what the trials built is not held through the timing."""
         self._kept.clear()
+        self._twins.clear()
 
     def inputs(self, seed: int, overrides: dict[str, int]) -> list[Any]:
         """A trial's inputs: get_inputs() at these sizes under `seed`, made on the GPU as a

@@ -183,3 +183,54 @@ def test_a_runner_keeps_a_model_for_trials_that_ask_for_it(tmp_path: Path) -> No
     assert runner.build(3, {"batch_size": 2}, keep=True) is not one
     runner.forget()
     assert runner.build(3, {}, keep=True) is not one
+
+
+def test_a_float64_model_made_from_its_twin_is_the_one_a_build_makes(tmp_path: Path) -> None:
+    """build(twin=True) keeps a CPU copy of the model as built; the float64 build for the same
+    seed and sizes is made from it, with no second construction, and its weights are those of
+    a float64 model built afresh, to the bit, and the generators left as that build leaves
+    them. Other sizes, or after forget(), build again."""
+    import torch
+
+    from kernelwright.tools.runners import TorchRunner
+
+    path = tmp_path / "problem.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\nbatch_size = 4\nbuilt = []\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        built.append(n)\n"
+        "        self.lin = nn.Linear(n, n)\n"
+        "        self.register_buffer('scale', torch.rand(n))\n\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x) * self.scale\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 64)]\n\n\n"
+        "def get_init_inputs():\n    return [64]\n"
+    )
+    runner = TorchRunner(str(path), None, "Model")
+    built = runner.problem.built
+    native = runner.build(5, {}, keep=True, twin=True)
+    native(torch.rand(4, 64, device="cuda"))  # a forward between: the twin is as built
+    twin64 = runner.build(5, {}, float64=True, keep=True)
+    assert len(built) == 1
+    fresh64 = TorchRunner(str(path), None, "Model").build(5, {}, float64=True)
+    for (name, a), (_, b) in zip(
+        twin64.state_dict().items(), fresh64.state_dict().items(), strict=True
+    ):
+        assert a.dtype == torch.float64 and a.is_cuda and torch.equal(a, b), name
+    # the generators as a build leaves them, for a forward that draws
+    one = TorchRunner(str(path), None, "Model")
+    one.build(9, {}, keep=True, twin=True)
+    torch.rand(3), torch.rand(3, device="cuda")
+    one.build(9, {}, float64=True)
+    drawn = torch.rand(5), torch.rand(5, device="cuda")
+    TorchRunner(str(path), None, "Model").build(9, {}, float64=True)
+    again = torch.rand(5), torch.rand(5, device="cuda")
+    assert all(torch.equal(a, b) for a, b in zip(drawn, again, strict=True))
+    runner.build(5, {"batch_size": 8}, float64=True, keep=True)  # no twin at these sizes
+    assert len(built) == 2
+    runner.build(6, {}, keep=True, twin=True)
+    runner.forget()
+    runner.build(6, {}, float64=True)
+    assert len(built) == 4

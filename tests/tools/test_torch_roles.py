@@ -63,9 +63,16 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None
             self.kept: dict[Any, Any] = {}
 
         def build(
-            self, seed: int, sizes: dict[str, int], float64: bool = False, keep: bool = False
+            self,
+            seed: int,
+            sizes: dict[str, int],
+            float64: bool = False,
+            keep: bool = False,
+            twin: bool = False,
         ) -> Any:
             key = (seed, tuple(sorted(sizes.items())), float64)
+            if twin:
+                done.append("twin")
             if keep and key in self.kept:
                 done.append("kept64" if float64 else "kept")
                 return self.kept[key]
@@ -180,6 +187,8 @@ def test_a_sized_job_says_its_trials_sizes_first_and_keeps_room_for_the_candidat
     assert headers[1]["reference"] == "PyTorch eager"
     assert headers[2]["reference"] == "PyTorch eager in float64"
     assert done.count("build64") == 1
+    # a copy of the native model as built is asked for only where its float64 twin follows
+    assert done.count("twin") == 1 and done.index("twin") < done.index("build64")
     w2 = _Worker(trials=1)  # no "sized": nothing sent before the trials, as before
     _fakes(monkeypatch, w2, [])
     monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: pytest.fail("sized"))
