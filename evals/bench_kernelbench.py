@@ -497,9 +497,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 build.mkdir()
                 row.theirs = their_eval(clone, p, ns.timeout, build)
             rows.append(row)
+            phases = ", ".join(
+                f"{k} {v:.1f}" for k, v in (row.ours.get("phase_s") or {}).items() if v >= 0.05
+            )
             print(
                 f"[{n}/{len(problems)}] {row.problem}: ours {row.ours.get('verdict')} "
                 f"{_x(row.ours.get('speedup'))} in {_s(row.ours.get('wall_s'))} s"
+                + (f" ({phases})" if phases else "")
                 + (
                     f"; KernelBench {row.theirs.get('verdict')} {_x(row.theirs.get('speedup'))} "
                     f"in {_s(row.theirs.get('wall_s'))} s"

@@ -86,6 +86,10 @@ class TimingResult(Result):
     input_sets: int  # distinct inputs timed: every call's are fresh
     calls_per_round: int = 1  # KernelBench: timed calls a round, each on its own input set
     processes: int = 1  # each side timed in this many processes, in turns (KernelBench)
+    # the controller's wall time of the workers' warm-ups (with, for KernelBench, the reference's
+    # calls a round measured), and of the rounds after them
+    warmup_ms: float | None = None
+    rounds_ms: float | None = None
     # per pair of processes: the median ratio of its rounds, and its median unexplained us a call
     process_speedups: tuple[float, ...] = ()
     process_unexplained_us: tuple[float, ...] = ()

@@ -61,7 +61,8 @@ class Rounds:
     ref_quiet_us: list[float] = field(default_factory=list)
     cand_quiet_us: list[float] = field(default_factory=list)
     ref_settled_us: list[float] = field(default_factory=list)
-    wall_ms: float = 0.0
+    wall_ms: float = 0.0  # the warm-ups' and the rounds'
+    warmup_ms: float = 0.0  # the warm-ups' (and the calls a round measured)
     calls: int = 1  # timed calls a round, each on its own input set
     processes: int = 1  # each side's, taking turns
     process: list[int] = field(default_factory=list)  # per call, which pair of workers timed it
@@ -205,6 +206,7 @@ def run(
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
     if budget.several_calls:
         out.calls = _measure(ref, everyone[1:], budget)
+    out.warmup_ms = (time.perf_counter() - start) * 1e3
     for box in everyone:
         if pin:  # again: threads the warm-up started took the timing thread's CPU with them
             box.pin(pin)

@@ -416,6 +416,7 @@ class Verifier:
                 more = self._ready(more, sizing)
                 stage = "candidate"
                 self._imported(more, ext)
+                lap("further workers")  # waiting for their start and their imports
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
                 budget = self._budget(task)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed

@@ -274,3 +274,21 @@ def test_several_processes_a_side_take_turns_with_every_other_worker_paused() ->
     )
     assert out.calls == 8  # measured on the first pair's reference, everyone else stopped
     assert len({len(r.rounds_seen) for r, _ in pairs}) == 1  # as many stints each
+
+
+def test_the_warm_ups_time_is_told_apart_from_the_rounds() -> None:
+    """Rounds.warmup_ms: the controller's wall time until every worker had warmed up, within
+    the whole run's wall_ms; a slow warm-up shows there, not in the rounds."""
+    import time
+
+    class SlowWarmUp(FakeWorker):
+        def receive(
+            self, timeout_s: float, phase: str, expect: Any = None
+        ) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "warmup":
+                time.sleep(0.2)
+            return super().receive(timeout_s, phase, expect)
+
+    out = _run(SlowWarmUp("ref", [], 1.0), SlowWarmUp("cand", [], 0.5), min_rounds=24)
+    assert 400 <= out.warmup_ms < out.wall_ms
+    assert out.wall_ms - out.warmup_ms < 400  # the fakes' rounds take no time
