@@ -139,3 +139,14 @@ def process_memory(pci_bus_id: str | None = None) -> dict[int, int]:
         if type(pid) is int and type(mem) is int and mem >= 0:
             used[pid] = used.get(pid, 0) + mem
     return used
+
+
+def free_bytes(pci_bus_id: str | None = None) -> int | None:
+    """The device's free memory now, as the driver counts it (every process's use out of it):
+    read here, where no worker can change what it says; None where NVML cannot say."""
+    try:
+        with nvml() as n:
+            free = n.nvmlDeviceGetMemoryInfo(_handle(n, pci_bus_id)).free
+    except (NoGpuError, Exception):  # NVMLError and its kin: nothing known
+        return None
+    return int(free) if type(free) is int and free >= 0 else None

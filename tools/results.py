@@ -203,7 +203,8 @@ class CheckReport(Result):
     # NVML cannot say
     peak_gpu_bytes: dict[str, int] = {}
     # the check's GPU memory as the reference saw it: gpu_peak_bytes (its largest trial, torch's
-    # count), gpu_free_bytes (the least its trials left free); for a KernelBench problem, sized
+    # count), gpu_native_peak_bytes (its largest native forward's, float64 copies apart),
+    # gpu_free_bytes (the least its trials left free); for a KernelBench problem, sized
     # before any trial ran, gpu_needed_bytes (the estimate its fit was judged by) and
     # gpu_free_at_start_bytes
     gpu_bytes: dict[str, int] = {}

@@ -208,6 +208,8 @@ def _expected(
         sums = tensor_checksums(inputs)
         room = _room_for_float64(need)
         native_meta = described(runner.build(weights, sizes, keep=True, twin=room)(*inputs))
+        torch.cuda.synchronize()
+        native_peak = int(torch.cuda.max_memory_allocated())  # a timing process's, about
         precision = "PyTorch eager in float64"
         out = _float64(runner, weights, sizes, inputs) if room else None
         if out is None:
@@ -226,6 +228,7 @@ def _expected(
             # what the trial took on the GPU, and what is left: how many processes a side
             # the timing can have (verify.Verifier._ready)
             "gpu_peak_bytes": int(torch.cuda.max_memory_allocated()),
+            "gpu_native_peak_bytes": native_peak,  # the native forward's: inputs, model, outputs
             "gpu_free_bytes": int(torch.cuda.mem_get_info()[0]),
         }
         if not (on_gpu and trial.get("device")):

@@ -353,7 +353,11 @@ class Verifier:
                         raise WorkerFailure("crashed", "the reference kept the wrong outputs")
                     if message[0].get("trial") != i:
                         raise WorkerFailure("crashed", f"the reference sent other outputs than {i}")
-                    for key, pick in (("gpu_peak_bytes", max), ("gpu_free_bytes", min)):
+                    for key, pick in (
+                        ("gpu_peak_bytes", max),
+                        ("gpu_free_bytes", min),
+                        ("gpu_native_peak_bytes", max),
+                    ):
                         if isinstance(v := message[0].get(key), int):
                             sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
@@ -413,7 +417,7 @@ class Verifier:
                 ]
                 at_bench = None if post.device else expected_for(last, post)
                 stage = "reference"
-                more = self._ready(more, sizing)
+                more = self._ready(more, sizing, nvml.free_bytes(dev.get("pci_bus_id")))
                 stage = "candidate"
                 self._imported(more, ext)
                 lap("further workers")  # waiting for their start and their imports
@@ -557,14 +561,36 @@ class Verifier:
         return results
 
     def _ready(
-        self, more: list[tuple[Sandbox, Sandbox]], at_bench: dict[str, Any]
+        self,
+        more: list[tuple[Sandbox, Sandbox]],
+        at_bench: dict[str, Any],
+        free_now: int | None = None,
     ) -> list[tuple[Sandbox, Sandbox]]:
         """The further pairs' reference workers, started; as many pairs as the GPU's free
-        memory holds beside the first (each pair about twice what the reference's worker used
-        at the bench size, float64 copies included: room to spare), the rest stopped."""
+        memory holds beside the first, the rest stopped.
+
+        Where the reference told its native forward's peak (inputs, model, outputs: about what
+        a timing process holds) and the driver tells the memory free now (`free_now`, read by
+        the controller after the trials, every worker's use counted): each further process
+        takes that peak, a context and an L2 flush buffer; the first reference's own timing
+        allocation comes on top, and 15% stays spare. A further candidate's worker still holds
+        its memory while the first one's trials after the timing are compared, so where the
+        check's own need was estimated (fit.kernelbench_needs) against the memory free when it
+        began, that need and the further candidates' must fit too, 10% spare.
+
+        Otherwise each pair about twice what the reference's worker used in its trials,
+        float64 copies included, against the least free memory it saw: one process a side for
+        today's 6 GiB problems (their float64 trials took 33 to 36 GB)."""
         keep = len(more)
         peak, free = at_bench.get("gpu_peak_bytes"), at_bench.get("gpu_free_bytes")
-        if isinstance(peak, int) and isinstance(free, int) and peak > 0:
+        native = at_bench.get("gpu_native_peak_bytes")
+        if type(native) is int and native > 0 and type(free_now) is int and free_now > 0:
+            each = native + fit.CONTEXT_BYTES + self._flush_bytes()
+            keep = min(keep, max(0, int(0.85 * free_now - each) // (2 * each)))
+            need, began = at_bench.get("gpu_needed_bytes"), at_bench.get("gpu_free_at_start_bytes")
+            if type(need) is int and type(began) is int and need > 0 and began > 0:
+                keep = min(keep, max(0, int(0.9 * began - need) // each))
+        elif isinstance(peak, int) and isinstance(free, int) and peak > 0:
             keep = min(keep, max(0, int(0.7 * free) // (2 * peak)))
         for ref, cand in more[keep:]:
             ref.kill()

@@ -122,6 +122,47 @@ def test_only_as_many_pairs_as_the_gpus_free_memory_holds(monkeypatch: pytest.Mo
     verifier.close()
 
 
+def test_further_pairs_are_judged_by_the_native_forward_and_the_memory_free_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Today's 6 GiB problems: the reference's float64 trials took 33 GiB, so the least free
+    memory it saw left room for no further pair, while a timing process holds about its native
+    forward's peak (12 GiB). With that peak and the driver's free memory after the trials, one
+    further pair fits (a candidate's holding its memory through the first one's trials after
+    the timing included); without them the rule is as before."""
+    GIB = 1 << 30
+    log: list[str] = []
+    verifier = _verifier(monkeypatch, log, timing_processes=3)
+    task: Any = Task()
+    side = OwnReference(verifier, task, None)
+    relu = {
+        "gpu_peak_bytes": 33 * GIB,  # float64 included
+        "gpu_free_bytes": 12 * GIB,
+        "gpu_native_peak_bytes": 12 * GIB,
+        "gpu_needed_bytes": 32 * GIB,
+        "gpu_free_at_start_bytes": 56 * GIB,
+    }
+    with Crew() as crew:
+        more = verifier._more_workers(task, crew, side, {}, {}, 7)
+        assert verifier._ready(more, relu, 60 * GIB) == more[:1]
+        assert all(r.killed and c.killed for r, c in more[1:])
+    with Crew() as crew:  # as before where the driver cannot say what is free
+        more = verifier._more_workers(task, crew, side, {}, {}, 7)
+        assert verifier._ready(more, relu, None) == []
+    with Crew() as crew:  # ample free memory now, but the trials after the timing would not fit
+        more = verifier._more_workers(task, crew, side, {}, {}, 7)
+        tight = {**relu, "gpu_needed_bytes": 40 * GIB, "gpu_free_at_start_bytes": 50 * GIB}
+        assert verifier._ready(more, tight, 70 * GIB) == []
+    with Crew() as crew:  # the first reference's own timing allocation counts: 30 GiB is short
+        more = verifier._more_workers(task, crew, side, {}, {}, 7)
+        assert verifier._ready(more, relu, 30 * GIB) == []
+    with Crew() as crew:  # a small problem: every further pair
+        more = verifier._more_workers(task, crew, side, {}, {}, 7)
+        small = {"gpu_native_peak_bytes": 100 << 20, "gpu_peak_bytes": 300 << 20}
+        assert verifier._ready(more, small, 60 * GIB) == more
+    verifier.close()
+
+
 def test_a_host_short_of_memory_gets_fewer(monkeypatch: pytest.MonkeyPatch) -> None:
     log: list[str] = []
     task: Any = Task()

@@ -186,6 +186,8 @@ def test_a_sized_job_says_its_trials_sizes_first_and_keeps_room_for_the_candidat
     assert headers[0]["trials"] == [big, None] and headers[0]["gpu_free_bytes"] == 1 << 30
     assert headers[1]["reference"] == "PyTorch eager"
     assert headers[2]["reference"] == "PyTorch eager in float64"
+    # the native forward's peak, read before any float64 model: about a timing process's
+    assert all(h["gpu_native_peak_bytes"] == 1 << 20 for h in headers[1:])
     assert done.count("build64") == 1
     # a copy of the native model as built is asked for only where its float64 twin follows
     assert done.count("twin") == 1 and done.index("twin") < done.index("build64")
