@@ -468,7 +468,7 @@ def examples(timeout_s: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--kb", type=Path, required=True, help="a KernelBench clone")
+    parser.add_argument("--kb", type=Path, help="a KernelBench clone (not with --table-from)")
     parser.add_argument("--problems", default=DEFAULT_PROBLEMS, help="LEVEL/ID,... (default: 25)")
     parser.add_argument("--no-theirs", action="store_true", help="skip KernelBench's harness")
     parser.add_argument("--no-examples", action="store_true", help="skip the CUDA examples")
@@ -476,8 +476,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-builds", action="store_true", help="skip the load_inline candidate checked twice"
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per command")
-    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument(
+        "--json", type=Path, help="write every figure here (again after each problem)"
+    )
+    parser.add_argument(
+        "--table-from",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="run nothing: the table and summary of the problems in these --json files together",
+    )
     ns = parser.parse_args(argv)
+    if ns.table_from:
+        try:
+            rows = rows_from(ns.table_from)
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            print(f"error: cannot read the figures: {e}", file=sys.stderr)
+            return 2
+        print(table(rows))
+        return 0
+    if ns.kb is None:
+        parser.error("--kb PATH_TO_A_KERNELBENCH_CLONE is required")
     try:
         clone = open_clone(ns.kb)
         problems = resolve(clone, parse_problems(ns.problems))
@@ -497,6 +516,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 build.mkdir()
                 row.theirs = their_eval(clone, p, ns.timeout, build)
             rows.append(row)
+            if ns.json:  # a run cut short keeps the problems it finished
+                ns.json.write_text(json.dumps(_figures(clone, rows), indent=2))
             phases = ", ".join(
                 f"{k} {v:.1f}" for k, v in (row.ours.get("phase_s") or {}).items() if v >= 0.05
             )
@@ -525,19 +546,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nThe example CUDA tasks (bench_foundation --repeat 2 --no-load-inline):")
         print(shown)
     if ns.json:
-        ns.json.write_text(
-            json.dumps(
-                {
-                    "clone": clone.described,
-                    "rows": [asdict(r) for r in rows],
-                    "summary": summary(rows),
-                    "load_inline_twice": builds,
-                    "examples": shown,
-                },
-                indent=2,
-            )
-        )
+        ns.json.write_text(json.dumps(_figures(clone, rows, builds, shown), indent=2))
     return 0
+
+
+def _figures(
+    clone: Clone, rows: Sequence[Row], builds: Sequence[Any] = (), shown: str = ""
+) -> dict[str, Any]:
+    return {
+        "clone": clone.described,
+        "rows": [asdict(r) for r in rows],
+        "summary": summary(rows),
+        "load_inline_twice": list(builds),
+        "examples": shown,
+    }
+
+
+def rows_from(paths: Sequence[Path]) -> list[Row]:
+    """The rows of several --json files (one run in parts), in order; a problem in more than
+    one keeps its last."""
+    rows: dict[str, Row] = {}
+    for path in paths:
+        for r in json.loads(path.read_text())["rows"]:
+            rows[str(r["problem"])] = Row(str(r["problem"]), dict(r["ours"]), dict(r["theirs"]))
+    return list(rows.values())
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,3 +178,54 @@ def test_a_commands_gpu_base_is_read_once_the_last_ones_memory_is_freed() -> Non
     assert bench.settle_gpu(None) is None
     falling = iter(range(100 * gib, 0, -gib))
     assert bench.settle_gpu(lambda: next(falling), most_s=0.05, step_s=0.01) > 0  # stops anyway
+
+
+def test_a_run_in_parts_is_tabled_together_and_a_cut_run_keeps_its_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json is written again after each problem (a call cut short by its time limit keeps
+    the problems it finished); --table-from puts several runs' rows in one table and summary,
+    a problem run twice keeping its last; an unreadable file is one line and exit 2."""
+    import json
+
+    clone = open_clone(_clone(tmp_path))
+
+    def row(name: str, wall: float, speedup: float) -> bench.Row:
+        ours = {"verdict": "correct", "speedup": speedup, "wall_s": wall}
+        return bench.Row(name, ours, {"verdict": "correct", "wall_s": 8.0, "speedup": 1.0})
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(bench._figures(clone, [row("1/1", 12.0, 1.0), row("2/12", 30.0, 1.0)])))
+    b.write_text(json.dumps(bench._figures(clone, [row("1/19", 9.0, 0.97), row("1/1", 10.0, 1.0)])))
+    assert bench.main(["--table-from", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("1/1 ") < out.index("2/12") < out.index("1/19")
+    assert "3 of 3 checked correct; 2 of 3 read 1.00x within 2%; median wall 10.0 s" in out
+    assert "2 within 3x KernelBench's time" in out
+    (tmp_path / "bad.json").write_text("{")
+    assert bench.main(["--table-from", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot read the figures:") and err.count("\n") == 1
+    with pytest.raises(SystemExit):
+        bench.main([])  # neither a clone nor --table-from
+
+
+def test_the_figures_are_written_after_each_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    root = _clone(tmp_path)
+    seen: list[int] = []
+    out = tmp_path / "figures.json"
+
+    def check(problem: Any, timeout_s: float) -> dict[str, Any]:
+        if out.exists():
+            seen.append(len(json.loads(out.read_text())["rows"]))
+        return {"verdict": "correct", "speedup": 1.0, "wall_s": 5.0}
+
+    monkeypatch.setattr(bench, "our_check", check)
+    argv = ["--kb", str(root), "--problems", "1/1,1/26,2/12", "--no-theirs", "--no-examples"]
+    assert bench.main([*argv, "--no-builds", "--json", str(out)]) == 0
+    assert seen == [1, 2]  # before the second and third problems, the ones before them
+    assert len(json.loads(out.read_text())["rows"]) == 3
