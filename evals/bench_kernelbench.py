@@ -489,11 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.table_from:
         try:
-            rows = rows_from(ns.table_from)
+            print(table(rows_from(ns.table_from)))
         except (OSError, ValueError, TypeError, KeyError) as e:
             print(f"error: cannot read the figures: {e}", file=sys.stderr)
             return 2
-        print(table(rows))
         return 0
     if ns.kb is None:
         parser.error("--kb PATH_TO_A_KERNELBENCH_CLONE is required")
