@@ -234,3 +234,24 @@ def test_a_float64_model_made_from_its_twin_is_the_one_a_build_makes(tmp_path: P
     runner.forget()
     runner.build(6, {}, float64=True)
     assert len(built) == 4
+
+
+def test_a_large_problem_gets_the_further_timing_pairs_its_native_forward_leaves_room_for(
+    tmp_path: Path,
+) -> None:
+    """4 GiB in and out: the reference's float64 trials take about 24 GiB, which twice over
+    left no room for a further pair by the old rule; a timing process holds about 8 GiB (its
+    native forward's peak), so a GPU of 70 GiB or more holds at least one further pair."""
+    import torch
+
+    gib = 1 << 30
+    if torch.cuda.mem_get_info()[1] < 70 * gib:
+        pytest.skip("needs a GPU of 70 GiB or more")
+    problem = PROBLEM.format(batch=1024, dim=1 << 20, body="torch.relu(x)")
+    report = _check(tmp_path, problem, CANDIDATE.format(body="return torch.relu(x)"))
+    assert report["verdict"] == "correct", report["reason"]
+    sized = report["gpu_bytes"]
+    assert 8 * gib <= sized["gpu_native_peak_bytes"] < sized["gpu_peak_bytes"], sized
+    assert report["timing"]["processes"] >= 2, report["timing"]
+    assert report["timing"]["warmup_ms"] > 0 and report["timing"]["rounds_ms"] > 0
+    assert report["phase_ms"].get("further workers", 0) > 0, report["phase_ms"]
