@@ -40,11 +40,14 @@ export PYTHONPATH="$site"
 # within 150 s a call (what it compiled stays; the next call goes on from there).
 pyc=$HOME/.kw-bytecode-done
 if [ ! -f "$pyc" ]; then
-  dirs=()
-  for mod in torch sympy mpmath numpy cupy cupy_backends networkx jinja2 triton; do
-    dir=$(python3 -c "import importlib.util as u, os; s = u.find_spec('$mod'); print(os.path.dirname(s.origin) if s and s.origin else '')" 2>/dev/null)
-    if [ -n "$dir" ] && [ -w "$dir" ]; then dirs+=("$dir"); fi
-  done
+  mapfile -t dirs < <(python3 - <<'PY' 2>/dev/null
+import importlib.util, os
+for mod in ("torch", "sympy", "mpmath", "numpy", "cupy", "cupy_backends", "networkx", "jinja2", "triton"):
+    spec = importlib.util.find_spec(mod)
+    if spec and spec.origin and os.access(os.path.dirname(spec.origin), os.W_OK):
+        print(os.path.dirname(spec.origin))
+PY
+)
   t=$(date +%s)
   code=0
   if [ ${#dirs[@]} -gt 0 ]; then
