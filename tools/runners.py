@@ -228,13 +228,27 @@ def load_module(path: str, name: str) -> Any:
 TWIN_MAX_BYTES = 2 << 30
 
 
+def tensor_bytes(values: Any) -> tuple[int, int]:
+    """The bytes of the tensors among `values` (a tensor, or a tuple or list of them), as they
+    are and with their floating ones in float64 (pure but for reading the tensors' sizes)."""
+    import torch
+
+    items = values if isinstance(values, tuple | list) else (values,)
+    now = wide = 0
+    for x in items:
+        if isinstance(x, torch.Tensor):
+            n = x.numel()
+            now += n * x.element_size()
+            wide += n * (8 if x.is_floating_point() else x.element_size())
+    return now, wide
+
+
 def _host_bytes(model: Any) -> int:
     """The bytes of a module's parameters and buffers (0 for anything else)."""
     try:
-        tensors = [*model.parameters(), *model.buffers()]
+        return tensor_bytes([*model.parameters(), *model.buffers()])[0]
     except (AttributeError, TypeError):
         return 0
-    return sum(int(t.numel()) * int(t.element_size()) for t in tensors)
 
 
 class TorchRunner:

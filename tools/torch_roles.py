@@ -101,27 +101,14 @@ def described(out: Any) -> list[dict[str, Any]]:
     return meta
 
 
-def _bytes(values: Any) -> tuple[int, int]:
-    """The bytes of the tensors among `values` (a tensor, or a tuple or list of them), as they
-    are and with their floating ones in float64 (pure but for reading the tensors' sizes)."""
-    import torch
-
-    items = values if isinstance(values, tuple | list) else (values,)
-    now = wide = 0
-    for x in items:
-        if isinstance(x, torch.Tensor):
-            n = x.numel()
-            now += n * x.element_size()
-            wide += n * (8 if x.is_floating_point() else x.element_size())
-    return now, wide
-
-
 def sized(runner: Any, trials: list[dict[str, Any]]) -> list[dict[str, int] | None]:
     """Each trial's tensors, in bytes, worked out without memory: the problem's get_inputs(),
     its Model and its forward run on PyTorch's meta device (shapes and dtypes only). None for
     a trial whose problem cannot run so (a tensor made on a named device, a data-dependent
     op): its check then learns what it takes as it runs."""
     import torch
+
+    from .runners import tensor_bytes
 
     out: list[dict[str, int] | None] = []
     for trial in trials:
@@ -141,7 +128,7 @@ def sized(runner: Any, trials: list[dict[str, Any]]) -> list[dict[str, int] | No
                 ]
             ):
                 raise TypeError("made off the meta device")
-            (i, i64), (o, o64), (w_, w64) = _bytes(inputs), _bytes(result), _bytes(weights)
+            (i, i64), (o, o64), (w_, w64) = (tensor_bytes(v) for v in (inputs, result, weights))
             out.append({"in": i, "in64": i64, "out": o, "out64": o64, "w": w_, "w64": w64})
         except Exception:  # what the problem's code raises on meta tensors: any exception
             out.append(None)
