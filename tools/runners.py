@@ -228,6 +228,44 @@ def load_module(path: str, name: str) -> Any:
 TWIN_MAX_BYTES = 2 << 30
 
 
+def names_read(paths: Any) -> frozenset[str] | None:
+    """Every name the code of these source files reads or writes (globals, attributes) in their
+    functions and classes, but in get_inputs and get_init_inputs (whose values the construction
+    key holds), and not the files' own top-level statements (which assign the sizes once, at
+    import): what building a model might depend on. None where a file cannot be read or parsed
+    (pure but for reading the files)."""
+    import types
+
+    names: set[str] = set()
+
+    def walk(code: types.CodeType) -> None:
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                if const.co_name not in ("get_inputs", "get_init_inputs"):
+                    names.update(const.co_names)
+                walk(const)
+
+    for path in paths:
+        try:
+            walk(compile(Path(path).read_text(errors="replace"), str(path), "exec"))
+        except (OSError, SyntaxError, ValueError):
+            return None
+    return frozenset(names)
+
+
+def _plain(value: Any) -> Any:
+    """A hashable copy of get_init_inputs()'s values where they are plain (numbers, strings,
+    None, and lists or tuples of them), else None (pure)."""
+    if value is None or isinstance(value, bool | int | str):
+        return (type(value).__name__, value)
+    if isinstance(value, float):
+        return ("float", value.hex())
+    if isinstance(value, list | tuple):
+        items = [_plain(v) for v in value]
+        return None if any(i is None for i in items) else ("seq", tuple(items))
+    return None
+
+
 def tensor_bytes(values: Any) -> tuple[int, int]:
     """The bytes of the tensors among `values` (a tensor, or a tuple or list of them), as they
     are and with their floating ones in float64 (pure but for reading the tensors' sizes)."""
@@ -254,7 +292,16 @@ def _host_bytes(model: Any) -> int:
 class TorchRunner:
     """A KernelBench Model or ModelNew, built with seeded weights."""
 
-    def __init__(self, problem_path: str, module_path: str | None, class_name: str) -> None:
+    def __init__(
+        self,
+        problem_path: str,
+        module_path: str | None,
+        class_name: str,
+        share: bool = False,
+    ) -> None:
+        """`share`: a model kept (build's keep) serves every later trial whose construction is
+        the same (construction), whatever its sizes: for the reference's own Model, whose
+        forward takes any sizes. Otherwise each sizes get a model of their own."""
         import torch
 
         self.torch = torch
@@ -265,6 +312,9 @@ class TorchRunner:
         self.cls = getattr(self.module, class_name)
         # The problem's own sizes: a trial without overrides runs at these, whatever came before.
         self.defaults = {k: v for k, v in vars(self.problem).items() if type(v) is int}
+        self.share = share
+        # what building a model may read: the sizes among them are in its construction key
+        self._reads = names_read({problem_path, module_path or problem_path})
         self._kept: dict[tuple[Any, ...], Any] = {}  # models built with keep=True
         self._twins: dict[tuple[Any, ...], Any] = {}  # CPU copies as built (twin=True)
 
@@ -305,6 +355,26 @@ class TorchRunner:
         np.random.set_state(state[3])
         return None
 
+    def construction(self, seed: int, overrides: dict[str, int]) -> tuple[Any, ...]:
+        """What a model built under `seed` at these sizes is made from: get_init_inputs()'s
+        values and the sizes the files' code reads outside get_inputs (names_read), with the
+        sizes applied. Two sizes with the same key build the same model, weights and all (a
+        batch size that only get_inputs reads changes nothing of it). Where the files cannot
+        be read or the init inputs are not plain values, the sizes themselves."""
+        self._apply(overrides)
+        own = (seed, "sizes", tuple(sorted(overrides.items())))
+        if self._reads is None:
+            return own
+        try:
+            init = _plain(self.problem.get_init_inputs())
+        except Exception:  # what the problem's code raises: the sizes are the key
+            return own
+        if init is None:
+            return own
+        sizes = {**self.defaults, **overrides}
+        read = tuple(sorted((k, v) for k, v in sizes.items() if k in self._reads))
+        return (seed, "init", init, read)
+
     def build(
         self,
         seed: int,
@@ -315,35 +385,38 @@ class TorchRunner:
     ) -> Any:
         """The model, its weights drawn under `seed` on the CPU (as KernelBench's harness
         builds it) and moved to the GPU. `keep`: kept for the next trial that asks for the same
-        seed, sizes and precision (a 67M-weight model took 0.7 s to build on the lent H100's
-        host, twice a trial in the reference's worker), until `forget`. `twin`: a copy of the
-        model as built (on the CPU, before it runs) is kept too, and the float64 build for the
-        same seed and sizes is made from it instead of drawn again: the same weights, for a
-        copy of them instead of a second build, and the generators' states after it."""
-        key = (seed, tuple(sorted(overrides.items())), float64)
-        self._apply(overrides)
+        seed, sizes and precision (or, with `share`, the same construction), until `forget` (a
+        67M-weight model took 0.7 s to build on the lent H100's host). `twin`: a copy of the
+        model as built (on the CPU, before it runs) is kept, until `drop`, and every later build
+        of the same construction (other sizes, float64, after the timing) is made from it
+        instead of drawn again: the same weights, for a copy of them instead of a build, and
+        the generators' states as the build left them."""
+        made_as = self.construction(seed, overrides)  # the sizes applied
+        key = (made_as if self.share else (seed, tuple(sorted(overrides.items()))), float64)
         if keep and key in self._kept:
             return self._kept[key]
-        kept = self._twins.pop(key[:2], None) if float64 else None
+        kept = self._twins.get(made_as)
+        made = None
         if kept is not None:  # the generators left as the build left them: a forward may draw
-            made, state = kept
-            self._rng(state)
-        else:
+            with contextlib.suppress(Exception):  # a copy that cannot be copied: built again
+                made = copy.deepcopy(kept[0])
+                self._rng(kept[1])
+        if made is None:
             self._seed(seed)
             made = self.cls(*self.problem.get_init_inputs())
-            if twin and not float64 and _host_bytes(made) <= TWIN_MAX_BYTES:
+            if twin and made_as not in self._twins and _host_bytes(made) <= TWIN_MAX_BYTES:
                 with contextlib.suppress(Exception):  # a model that cannot be copied: built again
-                    self._twins[key[:2]] = (copy.deepcopy(made), self._rng())
+                    self._twins[made_as] = (copy.deepcopy(made), self._rng())
         model = made.cuda().eval()
-        model = copy.deepcopy(model).double() if float64 else model
+        model = model.double() if float64 else model
         if keep:
             self._kept[key] = model
         return model
 
     def forget(self) -> None:
-        """No model kept: what the trials built is not held through the timing."""
+        """No model kept on the GPU: what the trials built is not held through the timing (the
+        host copies stay, for the trials after it)."""
         self._kept.clear()
-        self._twins.clear()
 
     def inputs(self, seed: int, overrides: dict[str, int]) -> list[Any]:
         """A trial's inputs: get_inputs() at these sizes under `seed`, made on the GPU as a

@@ -194,7 +194,7 @@ def _expected(
         inputs = runner.inputs(seed, sizes)
         sums = tensor_checksums(inputs)
         room = _room_for_float64(need)
-        native_meta = described(runner.build(weights, sizes, keep=True, twin=room)(*inputs))
+        native_meta = described(runner.build(weights, sizes, keep=True, twin=True)(*inputs))
         torch.cuda.synchronize()
         native_peak = int(torch.cuda.max_memory_allocated())  # a timing process's, about
         precision = "PyTorch eager in float64"
@@ -297,7 +297,8 @@ def torch_reference(w: Any) -> None:
     # the problem's Model read 1.018x against itself on average over ten self-checks; made
     # first, 1.004x (an H100, eighth session).
     w.clock = Clock(w.job["device"]["l2_bytes"])
-    runner = TorchRunner(str(w.scratch / PROBLEM), None, "Model")
+    # one model for every trial built alike (TorchRunner.construction), whatever its sizes
+    runner = TorchRunner(str(w.scratch / PROBLEM), None, "Model", share=True)
     on_gpu = bool(w.job["device"].get("vmm"))  # trials marked `device` compared here
     needs: list[dict[str, int] | None] = [None] * len(w.job["trials"])
     if w.job.get("sized"):  # what each trial takes, said before any runs (fit.kernelbench)
@@ -331,7 +332,9 @@ def torch_candidate(w: Any) -> None:
         install(w, Path(path).read_text(errors="replace"))
     try:
         runner = TorchRunner(str(w.scratch / PROBLEM), path, cand.get("class_name", "ModelNew"))
-        runner.build(0, {})
+        first = (w.job.get("trials") or [{}])[0]  # built now, the first trial's model
+        runner.build(first.get("model_seed", first.get("seed", 0)), first.get("sizes", {}),
+                     keep=True, twin=True)  # fmt: skip
         result = {"ok": True, "log": ""}
     except Exception as exc:  # its message may be any size: the frame's limit is not for it
         text = "".join(traceback.format_exception_only(exc)).strip()
@@ -351,7 +354,7 @@ def torch_candidate(w: Any) -> None:
     def trial_run(label: Any, trial: dict[str, Any]) -> None:
         sizes, seed = trial["sizes"], trial["seed"]
         with torch.no_grad():
-            model = runner.build(trial.get("model_seed", seed), sizes, keep=True)
+            model = runner.build(trial.get("model_seed", seed), sizes, keep=True, twin=True)
             for run, _ in enumerate(trial["poisons"]):
                 inputs = runner.inputs(seed, sizes)
                 runner.poison_allocator(4 * out_bytes)

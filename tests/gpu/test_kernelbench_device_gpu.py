@@ -189,7 +189,8 @@ def test_a_float64_model_made_from_its_twin_is_the_one_a_build_makes(tmp_path: P
     """build(twin=True) keeps a CPU copy of the model as built; the float64 build for the same
     seed and sizes is made from it, with no second construction, and its weights are those of
     a float64 model built afresh, to the bit, and the generators left as that build leaves
-    them. Other sizes, or after forget(), build again."""
+    them. Sizes the model's construction does not read, and builds after forget(), are made
+    from the copy too; another seed builds."""
     import torch
 
     from kernelwright.tools.runners import TorchRunner
@@ -228,12 +229,17 @@ def test_a_float64_model_made_from_its_twin_is_the_one_a_build_makes(tmp_path: P
     TorchRunner(str(path), None, "Model").build(9, {}, float64=True)
     again = torch.rand(5), torch.rand(5, device="cuda")
     assert all(torch.equal(a, b) for a, b in zip(drawn, again, strict=True))
-    runner.build(5, {"batch_size": 8}, float64=True, keep=True)  # no twin at these sizes
-    assert len(built) == 2
-    runner.build(6, {}, keep=True, twin=True)
-    runner.forget()
+    # other sizes that only get_inputs reads: the same construction, from the copy as well
+    other = runner.build(5, {"batch_size": 8}, keep=True)
+    assert len(built) == 1
+    for (name, a), (_, b) in zip(
+        other.state_dict().items(), native.state_dict().items(), strict=True
+    ):
+        assert a.is_cuda and torch.equal(a, b), name
+    runner.build(6, {}, keep=True, twin=True)  # another seed: built
+    runner.forget()  # the models on the GPU go, the copies stay for the trials after the timing
     runner.build(6, {}, float64=True)
-    assert len(built) == 4
+    assert len(built) == 2
 
 
 def test_a_large_problem_gets_the_further_timing_pairs_its_native_forward_leaves_room_for(

@@ -58,8 +58,8 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None
             done.append("inputs")
             return []
 
-        def __init__(self, *args: Any) -> None:
-            done.append("runner")
+        def __init__(self, *args: Any, share: bool = False) -> None:
+            done.append("runner shared" if share else "runner")
             self.kept: dict[Any, Any] = {}
 
         def build(
@@ -189,8 +189,11 @@ def test_a_sized_job_says_its_trials_sizes_first_and_keeps_room_for_the_candidat
     # the native forward's peak, read before any float64 model: about a timing process's
     assert all(h["gpu_native_peak_bytes"] == 1 << 20 for h in headers[1:])
     assert done.count("build64") == 1
-    # a copy of the native model as built is asked for only where its float64 twin follows
-    assert done.count("twin") == 1 and done.index("twin") < done.index("build64")
+    # a copy of the native model as built is asked for in every trial, before any float64
+    # model: it serves the float64 build, other sizes and the trials after the timing
+    assert done.count("twin") == 2 and done.index("twin") < done.index("build64")
+    # the reference's runner keeps one model for every trial built alike
+    assert "runner shared" in done and "runner" not in done
     w2 = _Worker(trials=1)  # no "sized": nothing sent before the trials, as before
     _fakes(monkeypatch, w2, [])
     monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: pytest.fail("sized"))
