@@ -90,6 +90,9 @@ class TimingResult(Result):
     # calls a round measured), and of the rounds after them
     warmup_ms: float | None = None
     rounds_ms: float | None = None
+    # KernelBench: a reference call's wall ms in its worker, inputs made and outputs sketched
+    # (what sizes the batches of several processes a side)
+    call_wall_ms: float | None = None
     # per pair of processes: the median ratio of its rounds, and its median unexplained us a call
     process_speedups: tuple[float, ...] = ()
     process_unexplained_us: tuple[float, ...] = ()

@@ -140,7 +140,9 @@ _SKETCHED = {
 def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     """Rounds whose results are dropped: at least `calls`, and `seconds` (the GPU's clocks rise,
     lazy compilation happens) before the first that counts. Returns what the last few took, in
-    timed ms (the reference's, its candidate paused, sizes KernelBench rounds)."""
+    timed ms (the reference's, its candidate paused, sizes KernelBench rounds), and the wall ms
+    a call took here, with its inputs made and its outputs sketched (how many rounds fit the
+    timing's budget)."""
     import statistics
     import time
 
@@ -148,7 +150,10 @@ def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
     while i < calls or time.perf_counter() - start < seconds:
         times.append(float(rounds.round(random.getrandbits(31), (1, 2))["ms"]))
         i += 1
-    return {"ms": statistics.median(times[-8:])}
+    return {
+        "ms": statistics.median(times[-8:]),
+        "wall_ms": (time.perf_counter() - start) * 1e3 / max(1, i),
+    }
 
 
 def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:

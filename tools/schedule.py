@@ -64,6 +64,7 @@ class Rounds:
     wall_ms: float = 0.0  # the warm-ups' and the rounds'
     warmup_ms: float = 0.0  # the warm-ups' (and the calls a round measured)
     calls: int = 1  # timed calls a round, each on its own input set
+    call_wall_ms: float = 0.0  # a call's wall time in the reference's worker, where measured
     processes: int = 1  # each side's, taking turns
     process: list[int] = field(default_factory=list)  # per call, which pair of workers timed it
 
@@ -120,6 +121,19 @@ def calls_per_round(ref_call_ms: Any) -> int:
     return min(MAX_CALLS, max(1, int(ROUND_MS / ms)))
 
 
+def cycle_batch(per_batch: int, seconds: float, batches: int, round_wall_ms: float) -> int:
+    """Rounds a batch where each side is timed in several processes (pure): as many as let a
+    cycle (`batches` batches, every pair's stints) take about half the budget's `seconds` at
+    `round_wall_ms` a round, at least 2 and at most `per_batch`. The rounds stop at the end of
+    a cycle, so that every pair has had as many stints, starting with each side alike; 16
+    rounds a batch over three pairs had made a cycle 768 calls, 12 s of a 6 GiB forward's
+    (its inputs made afresh each call), four times the budget. Unchanged where the round's
+    wall time is unknown."""
+    if not (seconds > 0 and round_wall_ms > 0 and batches > 0):
+        return per_batch
+    return max(2, min(per_batch, int(seconds * 1e3 / 2 / (batches * round_wall_ms))))
+
+
 def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     """A call's reply, with valid samples."""
     result = header.get("result")
@@ -132,17 +146,21 @@ def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     return result
 
 
-def _measure(ref: Sandbox, others: list[Sandbox], budget: Budget) -> int:
+def _measure(ref: Sandbox, others: list[Sandbox], budget: Budget) -> tuple[int, float]:
     """Calls a round, from a few rounds of the reference's timed with every other worker (the
     candidate's, and any further pairs') paused (the warm-ups ran side by side: a candidate
     busy then would slow the reference's and buy itself rounds of one call, with the widest
-    allowance a call)."""
+    allowance a call); and a call's wall ms there, inputs and sketches included (0 where the
+    worker does not say)."""
     with _paused(*others):
         ref.send({"cmd": "measure", "calls": 8, "probe": True})
         header, _ = ref.receive(budget.warmup_timeout_s, "timing the reference", Expect(sizes=()))
     if header.get("type") != "measured":
         raise WorkerFailure("crashed", "the reference worker sent no valid samples")
-    return calls_per_round(header.get("ms"))
+    wall = header.get("wall_ms")
+    if not (isinstance(wall, int | float) and 0 < wall < 1e6):
+        wall = 0.0
+    return calls_per_round(header.get("ms")), float(wall)
 
 
 def _round(
@@ -205,7 +223,7 @@ def run(
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
     if budget.several_calls:
-        out.calls = _measure(ref, everyone[1:], budget)
+        out.calls, out.call_wall_ms = _measure(ref, everyone[1:], budget)
     out.warmup_ms = (time.perf_counter() - start) * 1e3
     for box in everyone:
         if pin:  # again: threads the warm-up started took the timing thread's CPU with them
@@ -229,6 +247,9 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
     # one pair: R C C R, again and again; several: a stint is twice that, and alternates
     stint_orders = (("ref", "cand"), ("cand", "ref")) * (2 if several else 1)
     cycle = 2 * len(pairs) if several else 1  # stints before the rounds may stop
+    if several:
+        per_batch = cycle_batch(per_batch, budget.seconds, 2 * len(stint_orders) * cycle,
+                                k * out.call_wall_ms)  # fmt: skip
     for stint in itertools.count():
         which = stint % len(pairs)
         ref, cand = pairs[which]
@@ -243,14 +264,16 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
                 # calls far slower than the budget allows: one R-C pair of batches is all
                 if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
                     return
-        n = len(out.ref)
-        if (stint + 1) % cycle == 0 and (
-            n >= budget.min_rounds
-            and (
-                n >= budget.max_rounds
-                or spent >= budget.seconds
-                or ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision)
-            )
+        n, cycles = len(out.ref), (stint + 1) // cycle
+        if (stint + 1) % cycle:
+            continue
+        # several pairs: a cycle that would end past the budget at this pace is not begun
+        late = several and budget.seconds > 0 and spent * (cycles + 1) / cycles > budget.seconds
+        if n >= budget.min_rounds and (
+            n >= budget.max_rounds
+            or spent >= budget.seconds
+            or late
+            or ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision)
         ):
             return
 

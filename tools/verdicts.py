@@ -150,6 +150,7 @@ def timing(
         processes=rounds.processes,
         warmup_ms=rounds.warmup_ms,
         rounds_ms=rounds.wall_ms - rounds.warmup_ms,
+        call_wall_ms=rounds.call_wall_ms or None,
         process_speedups=tuple(p[0] for p in per_process),
         process_unexplained_us=tuple(p[1] for p in per_process),
         l2_flush_bytes=flush_bytes(device.l2_bytes) if device and device.l2_bytes else 0,

@@ -292,3 +292,78 @@ def test_the_warm_ups_time_is_told_apart_from_the_rounds() -> None:
     out = _run(SlowWarmUp("ref", [], 1.0), SlowWarmUp("cand", [], 0.5), min_rounds=24)
     assert 400 <= out.warmup_ms < out.wall_ms
     assert out.wall_ms - out.warmup_ms < 400  # the fakes' rounds take no time
+
+
+@pytest.mark.parametrize(
+    ("per_batch", "seconds", "batches", "wall", "want"),
+    [
+        (16, 3.0, 48, 10.0, 3),  # three pairs, a 6 GiB forward's 10 ms a call: 3 rounds
+        (16, 3.0, 48, 1.0, 16),  # quick calls: as before
+        (16, 3.0, 48, 100.0, 2),  # never under 2
+        (16, 3.0, 48, 0.0, 16),  # not measured: as before
+        (16, 0.0, 48, 10.0, 16),  # no budget: as before
+    ],
+)
+def test_a_cycle_of_several_pairs_takes_about_half_the_budget(
+    per_batch: int, seconds: float, batches: int, wall: float, want: int
+) -> None:
+    assert schedule.cycle_batch(per_batch, seconds, batches, wall) == want
+
+
+class _Clock:
+    """schedule's clock, advanced only by the fakes' calls."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _timed_pairs(clock: _Clock, n: int, call_s: float, wall_ms: float) -> list[Any]:
+    class Timed(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "measure":
+                return {"type": "measured", "ms": 4.0, "wall_ms": wall_ms}, []
+            if self.pending["cmd"] == "round":
+                clock.now += call_s
+            return super().receive(*args, **kwargs)
+
+    return [(Timed(f"ref{i}", [], 1.0, 0.1), Timed(f"cand{i}", [], 1.0, 0.1)) for i in range(n)]
+
+
+def test_several_pairs_size_their_batches_from_the_references_call_and_end_in_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each side in three processes, the reference's call 10 ms by its worker's wall clock
+    (a 6 GiB forward with its inputs made afresh): batches of 3 rounds, so that a cycle (every
+    pair's two stints) takes about half the 3 s budget; the rounds end at a cycle's end, every
+    pair with as many stints, and no cycle begins that would end past the budget. Noisy
+    rounds never settle: the budget ends them."""
+    clock = _Clock()
+    monkeypatch.setattr(schedule.time, "perf_counter", clock)
+    (ref, cand), *more = _timed_pairs(clock, 3, 0.010, 10.0)
+    out = schedule.run(
+        ref,
+        cand,
+        schedule.Budget(seconds=3.0, min_rounds=24, batch=16, several_calls=True),
+        pin={2, 3},
+        more=more,
+    )
+    assert out.calls == 1 and out.call_wall_ms == 10.0
+    # a stint: four pairs of batches of 3 rounds; a cycle: each of the 3 pairs twice
+    cycle = 3 * 2 * 4 * 3
+    assert len(out.ref) % cycle == 0 and len(out.ref) // cycle == 2  # 1.44 s each
+    assert clock.now <= 3.0
+    assert len({len(r.rounds_seen) for r, _ in [(ref, cand), *more]}) == 1
+    # a pace at which a second cycle would end past the budget: one cycle only
+    clock.now = 0.0
+    (ref, cand), *more = _timed_pairs(clock, 3, 0.018, 10.0)  # 10 ms measured, 18 ms taken
+    out = schedule.run(
+        ref,
+        cand,
+        schedule.Budget(seconds=3.0, min_rounds=24, batch=16, several_calls=True),
+        pin={2, 3},
+        more=more,
+    )
+    assert len(out.ref) == cycle and clock.now < 3.0
