@@ -256,6 +256,9 @@ def kw_check(
         return row, None
 
 
+TIMING_KEYS = ("processes", "rounds", "calls_per_round", "warmup_ms", "rounds_ms", "call_wall_ms")
+
+
 def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
     """kernelwright's self-check of the problem, as a user runs it."""
     row, report = kw_check([str(problem.path)], timeout_s)
@@ -269,11 +272,14 @@ def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
         "speedup": timing.get("speedup"),
         "check_s": (report.get("wall_ms") or 0) / 1e3,
         "phase_s": {k: v / 1e3 for k, v in (report.get("phase_ms") or {}).items()},
+        # where the timing phase went: its processes, rounds and their parts
+        "timing": {k: timing.get(k) for k in TIMING_KEYS if timing.get(k) is not None},
     }
 
 
 # Run as `python -c THEIRS SRC PROBLEM BUILD_DIR` in a process of its own: KernelBench's eval on
 # the problem against itself. Prints one JSON line last.
+# Its runtime and ref_runtime are the mean of CUDA-event times, in ms (its dataclass says us).
 THEIRS = r"""
 import importlib, json, sys, time, types
 src, problem, build = sys.argv[1:4]
@@ -298,8 +304,8 @@ r = eval_kernel_against_ref(ref, custom, seed_num=42, num_correct_trials=5, num_
                             measure_performance=True, build_dir=build)
 took = time.perf_counter() - t1
 print(json.dumps({"import_s": imported, "eval_s": took, "compiled": bool(r.compiled),
-                  "correctness": bool(r.correctness), "runtime_us": r.runtime,
-                  "ref_runtime_us": getattr(r, "ref_runtime", -1.0),
+                  "correctness": bool(r.correctness), "runtime_ms": r.runtime,
+                  "ref_runtime_ms": getattr(r, "ref_runtime", -1.0),
                   "metadata": {k: str(v)[:200] for k, v in dict(r.metadata).items()}}))
 """
 
@@ -321,7 +327,7 @@ def their_eval(
         facts = json.loads(_last_line(got.stdout) if got.stdout.strip() else "")
     except json.JSONDecodeError:
         return {**row, "verdict": f"failed (exit {got.returncode}): {_last_line(got.stderr)}"}
-    ref, ours = facts.get("ref_runtime_us"), facts.get("runtime_us")
+    ref, ours = facts.get("ref_runtime_ms"), facts.get("runtime_ms")
     speedup = (
         ref / ours
         if isinstance(ref, int | float) and isinstance(ours, int | float) and ours > 0 and ref > 0
@@ -329,6 +335,24 @@ def their_eval(
     )
     verdict = "correct" if facts.get("correctness") else "incorrect"
     return {**row, **facts, "verdict": verdict, "speedup": speedup}
+
+
+def timing_line(t: dict[str, Any]) -> str:
+    """The timing phase's parts on a progress line: " [timing: 3 processes a side, 288 rounds
+    of 1 call, 10.2 ms a call; warm-up 1.4 s, rounds 2.9 s]", or "" (pure)."""
+    if not t:
+        return ""
+    parts = [
+        f"{t['processes']} processes a side" if "processes" in t else "",
+        f"{t['rounds']} calls a side" + (f", {t['calls_per_round']} a round"
+                                         if "calls_per_round" in t else "")
+        if "rounds" in t else "",
+        f"{t['call_wall_ms']:.1f} ms a call" if "call_wall_ms" in t else "",
+        f"warm-up {t['warmup_ms'] / 1e3:.1f} s" if "warmup_ms" in t else "",
+        f"rounds {t['rounds_ms'] / 1e3:.1f} s" if "rounds_ms" in t else "",
+    ]  # fmt: skip
+    shown = [p for p in parts if p]
+    return f" [timing: {'; '.join(shown)}]" if shown else ""
 
 
 @dataclass
@@ -524,6 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"[{n}/{len(problems)}] {row.problem}: ours {row.ours.get('verdict')} "
                 f"{_x(row.ours.get('speedup'))} in {_s(row.ours.get('wall_s'))} s"
                 + (f" ({phases})" if phases else "")
+                + timing_line(row.ours.get("timing") or {})
                 + (
                     f"; KernelBench {row.theirs.get('verdict')} {_x(row.theirs.get('speedup'))} "
                     f"in {_s(row.theirs.get('wall_s'))} s"

@@ -69,6 +69,8 @@ def test_kernelbenchs_own_eval_is_imported_from_the_clone_and_its_figures_kept(
     got = bench.their_eval(clone, problem, 60.0, tmp_path / "build")
     assert got["verdict"] == "correct" and got["speedup"] == pytest.approx(255.0 / 250.0)
     assert got["metadata"] == {"hardware": "stand-in"} and got["wall_s"] > 0
+    # its runtimes are CUDA-event means, in ms
+    assert got["runtime_ms"] == 250.0 and got["ref_runtime_ms"] == 255.0
 
 
 def test_kernelbenchs_failure_is_recorded_in_one_line(tmp_path: Path) -> None:
@@ -229,3 +231,26 @@ def test_the_figures_are_written_after_each_problem(
     assert bench.main([*argv, "--no-builds", "--json", str(out)]) == 0
     assert seen == [1, 2]  # before the second and third problems, the ones before them
     assert len(json.loads(out.read_text())["rows"]) == 3
+
+
+def test_a_progress_line_says_where_the_timing_went(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each problem's line gives the check's timing parts (its report's timing facts), so a
+    call cut short still says where its time went."""
+    root = _clone(tmp_path)
+    facts = {"processes": 3, "rounds": 288, "calls_per_round": 1, "call_wall_ms": 10.2,
+             "warmup_ms": 1400.0, "rounds_ms": 2900.0}  # fmt: skip
+
+    def check(problem: Any, timeout_s: float) -> dict[str, Any]:
+        return {"verdict": "correct", "speedup": 1.0, "wall_s": 5.0, "timing": facts}
+
+    monkeypatch.setattr(bench, "our_check", check)
+    argv = ["--kb", str(root), "--problems", "1/1", "--no-theirs", "--no-examples", "--no-builds"]
+    assert bench.main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("[1/1]"))
+    assert line.endswith(
+        "[timing: 3 processes a side; 288 calls a side, 1 a round; 10.2 ms a call; "
+        "warm-up 1.4 s; rounds 2.9 s]"
+    )
+    assert bench.timing_line({}) == ""
