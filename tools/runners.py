@@ -413,6 +413,18 @@ class TorchRunner:
             self._kept[key] = model
         return model
 
+    def prepare(self, seed: int) -> None:
+        """The model at the problem's own sizes under `seed`, drawn now on the host and kept as
+        a host copy (twin) for the build that asks for it later (the timing's warm-up), where
+        it fits TWIN_MAX_BYTES."""
+        made_as = self.construction(seed, {})
+        if made_as in self._twins:
+            return
+        self._seed(seed)
+        made = self.cls(*self.problem.get_init_inputs())
+        if _host_bytes(made) <= TWIN_MAX_BYTES:
+            self._twins[made_as] = (made, self._rng())
+
     def forget(self) -> None:
         """No model kept on the GPU: what the trials built is not held through the timing (the
         host copies stay, for the trials after it)."""

@@ -121,6 +121,7 @@ class Verifier:
         self.options = options or VerifyOptions()
         self.progress = progress or (lambda _msg: None)
         self._device: DeviceInfo | None = None
+        self._timing_seed: int | None = None  # a KernelBench check's rounds' model seed
         self._pin = timing_cpus() if self.options.pin_cpus else set()
         o = self.options
         # KernelBench's processes a side: as many as asked, fewer where host memory is short
@@ -169,8 +170,12 @@ class Verifier:
         candidate: dict[str, Any] | None,
         files: dict[str, str],
         poison: int,
+        timing_seed: int | None = None,
     ) -> dict[str, Any]:
-        return {
+        """A worker's job. `timing_seed`: the timing's model seed (KernelBench), for the
+        workers to draw that model ahead of the warm-up (torch_roles.prepare_timing)."""
+        seeded = {} if timing_seed is None else {"timing_model_seed": timing_seed}
+        return seeded | {
             "role": role,
             "task": task.model_dump(),
             "trials": [t.job() for t in trials],
@@ -200,11 +205,14 @@ class Verifier:
         later = plan.after_timing(task, rng)  # other sizes, after the timing, in every process
         if task.host_code:  # a model's weights: one seed for the check's trials (TorchRunner)
             model_seed = rng.randrange(1 << 31)
+            self._timing_seed = secrets.randbits(31)  # the rounds' weights, told to the workers
             trials, post, later = (
                 [dataclasses.replace(t, model_seed=model_seed) for t in trials],
                 dataclasses.replace(post, model_seed=model_seed),
                 [dataclasses.replace(t, model_seed=model_seed) for t in later],
             )
+        else:
+            self._timing_seed = None
         if self.options.compare_on_gpu:  # large outputs compared where they are (devcompare)
             trials, post = [plan.on_device(task, t) for t in trials], plan.on_device(task, post)
             later = [plan.on_device(task, t) for t in later]
@@ -269,7 +277,9 @@ class Verifier:
                 stack.enter_context(crew)
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = crew.join(self.pool.take(ref_kind, "reference"))
-                job = self._job(side.worker_task, "reference", ahead, None, files, poison)
+                job = self._job(
+                    side.worker_task, "reference", ahead, None, files, poison, self._timing_seed
+                )
                 after_rounds = [
                     *([last] if post.device else []),
                     *(len(trials) + k for k, t in enumerate(later) if t.device),
@@ -335,7 +345,15 @@ class Verifier:
                     cubin = [bytes(arrays[0])]
                     if build_key:
                         self.builds.put(build_key, compiled, cubin[0])
-                job = self._job(side.worker_task, "candidate", trials, cand_job, files, poison)
+                job = self._job(
+                    side.worker_task,
+                    "candidate",
+                    trials,
+                    cand_job,
+                    files,
+                    poison,
+                    self._timing_seed,
+                )
                 cand_box.send(job, cubin)
 
                 def expected_for(i: int, trial: plan.Trial) -> judge.Message:
@@ -519,12 +537,14 @@ class Verifier:
         more = []
         for n in range(2, self.processes + 1):
             ref = crew.join(self.pool.take(ref_kind, f"reference {n}"))
+            seed = self._timing_seed
             ref.send(
-                self._job(side.worker_task, "reference", [], None, files, poison) | side.ref_extra,
+                self._job(side.worker_task, "reference", [], None, files, poison, seed)
+                | side.ref_extra,
                 side.ref_arrays,
             )
             cand = crew.join(self.pool.take(cand_kind, f"candidate {n}"))
-            cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison))
+            cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison, seed))
             more.append((ref, cand))
         return more
 
@@ -688,7 +708,7 @@ class Verifier:
             batch=16,
             round_timeout_s=self._run_timeout(task),
             warmup_timeout_s=self.options.python_compile_timeout_s,
-            model_seed=secrets.randbits(31),
+            model_seed=self._timing_seed if self._timing_seed is not None else secrets.randbits(31),
             several_calls=True,
         )
 

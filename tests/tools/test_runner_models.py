@@ -169,3 +169,21 @@ def test_a_shared_runner_keeps_one_model_for_every_sizes_of_one_construction(
     assert r.build(5, {}, float64=True, keep=True) is wide and wide is not one
     assert r.build(5, {"dim": 4}, keep=True) is not one
     assert r.problem.built == [16, 4]
+
+
+def test_the_timings_model_drawn_ahead_is_copied_by_its_build(
+    tmp_path: Path, fake_torch: list[Any]
+) -> None:
+    """prepare(seed) draws the model at the problem's own sizes and keeps it as a host copy;
+    the timing's build of it copies it (no second construction); a second prepare does
+    nothing."""
+    path = tmp_path / "p.py"
+    path.write_text(PLAIN.format(extra="", init="[dim]").replace("x * batch_size", "x"))
+    r = runners.TorchRunner(str(path), None, "Model")
+    r.prepare(9)
+    r.prepare(9)
+    assert r.problem.built == [16]
+    model = r.build(9, {})
+    assert r.problem.built == [16] and model.on == "gpu"
+    r.build(10, {})
+    assert r.problem.built == [16, 16]

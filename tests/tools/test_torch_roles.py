@@ -87,6 +87,9 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None
             done.append("forget")
             self.kept.clear()
 
+        def prepare(self, seed: int) -> None:
+            done.append(f"prepare {seed}")
+
     def clock(l2_bytes: int) -> str:
         done.append("clock")
         return "the clock"
@@ -237,3 +240,28 @@ def test_what_the_candidate_holds_does_not_choose_the_references_precision(
     monkeypatch.setattr(torch_roles, "sized", lambda runner, trials: [big])
     torch_roles.torch_reference(w)
     assert done.count("build64") == 1
+
+
+def test_the_reference_draws_the_timings_model_before_it_serves_the_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the job names the timing's model seed, the reference's worker draws that model
+    after its trials and before the rounds (not in the warm-up, pinned beside every other
+    worker); a further timing process, with no trials, at once."""
+    done: list[str] = []
+    w = _Worker(trials=2)
+    w.job["timing_model_seed"] = 41
+    _fakes(monkeypatch, w, done)
+    torch_roles.torch_reference(w)
+    assert done[-2:] == ["forget", "prepare 41"] and w.sent[-1] == "serve"
+    further = _Worker(trials=0)
+    further.job["timing_model_seed"] = 41
+    done.clear()
+    _fakes(monkeypatch, further, done)
+    torch_roles.torch_reference(further)
+    assert "prepare 41" in done and further.sent == ["serve"]
+    plain = _Worker(trials=1)  # no seed named (a job from before): nothing drawn ahead
+    done.clear()
+    _fakes(monkeypatch, plain, done)
+    torch_roles.torch_reference(plain)
+    assert not any(d.startswith("prepare") for d in done)
