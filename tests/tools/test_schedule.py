@@ -332,6 +332,16 @@ def _timed_pairs(clock: _Clock, n: int, call_s: float, wall_ms: float) -> list[A
     return [(Timed(f"ref{i}", [], 1.0, 0.1), Timed(f"cand{i}", [], 1.0, 0.1)) for i in range(n)]
 
 
+def _three_pairs(clock: _Clock, call_s: float) -> tuple[schedule.Rounds, list[Any]]:
+    """Three pairs timed on the stand-in clock, a call `call_s` long, 10 ms by the reference
+    worker's own measure, a budget of 3 s."""
+    clock.now = 0.0
+    pairs = _timed_pairs(clock, 3, call_s, 10.0)
+    (ref, cand), *more = pairs
+    budget = schedule.Budget(seconds=3.0, min_rounds=24, batch=16, several_calls=True)
+    return schedule.run(ref, cand, budget, pin={2, 3}, more=more), pairs
+
+
 def test_several_pairs_size_their_batches_from_the_references_call_and_end_in_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -342,28 +352,13 @@ def test_several_pairs_size_their_batches_from_the_references_call_and_end_in_bu
     rounds never settle: the budget ends them."""
     clock = _Clock()
     monkeypatch.setattr(schedule.time, "perf_counter", clock)
-    (ref, cand), *more = _timed_pairs(clock, 3, 0.010, 10.0)
-    out = schedule.run(
-        ref,
-        cand,
-        schedule.Budget(seconds=3.0, min_rounds=24, batch=16, several_calls=True),
-        pin={2, 3},
-        more=more,
-    )
+    out, pairs = _three_pairs(clock, 0.010)
     assert out.calls == 1 and out.call_wall_ms == 10.0
     # a stint: four pairs of batches of 3 rounds; a cycle: each of the 3 pairs twice
     cycle = 3 * 2 * 4 * 3
     assert len(out.ref) % cycle == 0 and len(out.ref) // cycle == 2  # 1.44 s each
     assert clock.now <= 3.0
-    assert len({len(r.rounds_seen) for r, _ in [(ref, cand), *more]}) == 1
+    assert len({len(r.rounds_seen) for r, _ in pairs}) == 1
     # a pace at which a second cycle would end past the budget: one cycle only
-    clock.now = 0.0
-    (ref, cand), *more = _timed_pairs(clock, 3, 0.018, 10.0)  # 10 ms measured, 18 ms taken
-    out = schedule.run(
-        ref,
-        cand,
-        schedule.Budget(seconds=3.0, min_rounds=24, batch=16, several_calls=True),
-        pin={2, 3},
-        more=more,
-    )
+    out, _ = _three_pairs(clock, 0.018)  # 10 ms measured, 18 ms taken
     assert len(out.ref) == cycle and clock.now < 3.0
