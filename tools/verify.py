@@ -275,6 +275,14 @@ class Verifier:
             with contextlib.ExitStack() as stack:
                 stack.callback(side.close)
                 stack.enter_context(crew)
+
+                def failed(kind: Any, exc: Any, tb: Any) -> bool:
+                    """Each worker's GPU memory as a worker fails, before any is stopped."""
+                    if kind is not None and issubclass(kind, WorkerFailure):
+                        sample()
+                    return False
+
+                stack.push(failed)
                 ref_kind, cand_kind = task.worker_kinds
                 ref_box = crew.join(self.pool.take(ref_kind, "reference"))
                 job = self._job(
@@ -507,6 +515,9 @@ class Verifier:
             return report("error", str(problem), compile=compiled, device=device)
         except WorkerFailure as failure:
             if stage == "reference":
+                if crowded := crowded_out(crew.gpu_peaks(), device):
+                    return report("crashed", f"{crowded}; the reference then failed: "
+                                  f"{failure.reason}", compile=compiled, device=device)  # fmt: skip
                 return report(
                     "error", f"the task's reference failed: {failure.reason}", device=device
                 )
@@ -753,8 +764,8 @@ class Verifier:
             header, _ = box.receive(self._run_timeout(task), where, Expect(sizes=()))
             try:
                 places = judge.device_places(header)
-            except ValueError as exc:
-                raise WorkerFailure("crashed", f"{where}: {exc}") from None
+            except ValueError as exc:  # as a run's unexpected reply off the GPU: not its outputs
+                raise WorkerFailure("wrong", f"{where}: {exc}") from None
             fds = []
             if places:
                 fds = box.receive_fds(len(places), self.options.start_timeout_s, where)
@@ -769,7 +780,7 @@ class Verifier:
                 try:
                     outputs = judge.device_outputs(task, trial, header, ref[0])
                 except ValueError as exc:
-                    raise WorkerFailure("crashed", f"{where}: {exc}") from None
+                    raise WorkerFailure("wrong", f"{where}: {exc}") from None
                 cmd: dict[str, Any] = {
                     "cmd": "compare", "trial": ref[0].get("trial"), "outputs": outputs
                 }  # fmt: skip
@@ -803,6 +814,22 @@ class Verifier:
             if handed:
                 box.send({"cmd": "taken"})
         return judge.device_trial_result(task, trial, ref[0], runs, phase)
+
+
+def crowded_out(peaks: dict[str, int], device: DeviceInfo | None) -> str:
+    """Why a reference that failed beside the candidate's workers failed for them: those
+    workers held half the GPU's memory or more (`peaks`: each worker's most, by its label, the
+    last sample taken as the reference failed), or "" (pure). The reference's trials run beside
+    the candidate's: a candidate that takes the GPU's memory would otherwise make the task's
+    reference fail, and the verdict blame the task."""
+    total = device.memory_total_bytes if device else 0
+    held = sum(v for k, v in peaks.items() if k.startswith("candidate"))
+    if not total or held * 2 < total:
+        return ""
+    return (
+        f"out of memory: the candidate's workers held {held / (1 << 30):.1f} GiB of the GPU's "
+        f"{total / (1 << 30):.1f} GiB"
+    )
 
 
 def _next(ref_box: Sandbox, i: int, trial: plan.Trial) -> None:

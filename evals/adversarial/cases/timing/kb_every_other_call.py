@@ -1,5 +1,9 @@
-# expect: wrong (during timing) — returns its previous output on every other call: some rounds cheat, hoping those go unchecked
+# expect: wrong — returns its previous output on every other call: some rounds cheat, hoping those go unchecked
 # task: kernelbench/relu_mlp.py
+# A check's trials at one size share one model, as KernelBench's harness builds one for all its
+# trials: the previous output shows in the trials already (before, each trial built its own
+# model, and it showed only during timing). Timed calls checked one by one: kb_batched_calls,
+# kb_background_thread, kb_lazy_when_timed and the other "when timed" and "during timing" cases.
 import torch
 import torch.nn as nn
 
