@@ -225,7 +225,7 @@ def test_several_processes_a_side_take_turns_with_every_other_worker_paused() ->
     every other stint of its pair (a stint's first batch follows the pair's longest pause),
     each pair's two workers get the same calls, the reference is measured with every other
     worker stopped, and the rounds stop only once every pair has had an even number of
-    stints."""
+    stints, two cycles at the least (schedule.MIN_CYCLES)."""
     log: list[str] = []
     boxes: list[FakeWorker] = []
 
@@ -252,15 +252,16 @@ def test_several_processes_a_side_take_turns_with_every_other_worker_paused() ->
     turns = [e.split()[0] for e in log if e.endswith(" rounds")]
     first = ["ref{n}", "cand{n}", "cand{n}", "ref{n}"] * 2
     second = ["cand{n}", "ref{n}", "ref{n}", "cand{n}"] * 2
-    assert turns == [t.format(n=n) for stint in (first, second) for n in range(3) for t in stint]
+    one = [t.format(n=n) for stint in (first, second) for n in range(3) for t in stint]
+    assert turns == one * 2  # two cycles
     for r, c in pairs:
-        assert r.rounds_seen == c.rounds_seen and len(r.rounds_seen) == 64
+        assert r.rounds_seen == c.rounds_seen and len(r.rounds_seen) == 128
     seen = [tuple(x) for r, _ in pairs for x in r.rounds_seen]
-    assert len(set(seen)) == 192  # no call's inputs timed twice, in any process
+    assert len(set(seen)) == 384  # no call's inputs timed twice, in any process
     assert sorted(map(tuple, out.entries)) == sorted(seen)
-    assert len(out.ref) == len(out.cand) == 192 and not any(b.paused for b in boxes)
+    assert len(out.ref) == len(out.cand) == 384 and not any(b.paused for b in boxes)
     # every round knows its pair: a stint (four pairs of batches of 8) is one pair's, in turn
-    assert out.round_process() == [n for _ in range(2) for n in range(3) for _ in range(32)]
+    assert out.round_process() == [n for _ in range(4) for n in range(3) for _ in range(32)]
 
     log.clear()
     for b in boxes:
@@ -359,6 +360,8 @@ def test_several_pairs_size_their_batches_from_the_references_call_and_end_in_bu
     assert len(out.ref) % cycle == 0 and len(out.ref) // cycle == 2  # 1.44 s each
     assert clock.now <= 3.0
     assert len({len(r.rounds_seen) for r, _ in pairs}) == 1
-    # a pace at which a second cycle would end past the budget: one cycle only
-    out, _ = _three_pairs(clock, 0.018)  # 10 ms measured, 18 ms taken
-    assert len(out.ref) == cycle and clock.now < 3.0
+    # a pace at which a third cycle would end past the budget: two, the least there is
+    out, _ = _three_pairs(clock, 0.009)  # 10 ms measured, 9 ms taken: 1.3 s a cycle
+    assert len(out.ref) == 2 * cycle and clock.now < 3.0
+    out, _ = _three_pairs(clock, 0.018)  # 18 ms taken: the budget spent in one cycle
+    assert len(out.ref) == 2 * cycle  # two all the same: the medians need the batches
