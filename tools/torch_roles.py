@@ -90,9 +90,10 @@ class _Timed:
 def prepare_timing(runner: Any, job: dict[str, Any]) -> None:
     """The timing's model drawn now, on the host, where the job says its seed: its warm-up
     then copies it. Every worker of a side built it in the warm-up, all pinned to the timing's
-    one CPU: 6.2 and 6.9 s of 2/76's and 2/12's warm-ups on the H100 (67M weights each); now
-    the further processes draw it as they start, beside the first pair's trials, and the first
-    pair after its trials, before it is pinned."""
+    two CPUs: 6.2 and 6.9 s of 2/76's and 2/12's warm-ups on the H100 (67M weights each); now
+    the further reference processes draw it as they start, beside the first pair's trials, and
+    the first after its trials, before it is pinned. The reference's only: a candidate's model
+    is never copied (torch_candidate)."""
     seed = job.get("timing_model_seed")
     if type(seed) is int:
         runner.prepare(seed)
@@ -344,10 +345,12 @@ def torch_candidate(w: Any) -> None:
         install(w, Path(path).read_text(errors="replace"))
     try:
         runner = TorchRunner(str(w.scratch / PROBLEM), path, cand.get("class_name", "ModelNew"))
-        # built now: the first trial's model, or (a further timing process) the timing's
+        # built now: the first trial's model, kept for it. Never a copy of a candidate's model
+        # (no twin): a copy keeps what its closures hold (a compiled function of the original
+        # layer, a method bound to it), which stays on the CPU while the copy moves to the GPU
         first = (w.job.get("trials") or [{}])[0]
-        seed = first.get("model_seed", first.get("seed", w.job.get("timing_model_seed", 0)))
-        runner.build(int(seed), first.get("sizes", {}), keep=bool(first), twin=True)
+        runner.build(first.get("model_seed", first.get("seed", 0)), first.get("sizes", {}),
+                     keep=bool(first))  # fmt: skip
         result = {"ok": True, "log": ""}
     except Exception as exc:  # its message may be any size: the frame's limit is not for it
         text = "".join(traceback.format_exception_only(exc)).strip()
@@ -367,7 +370,7 @@ def torch_candidate(w: Any) -> None:
     def trial_run(label: Any, trial: dict[str, Any]) -> None:
         sizes, seed = trial["sizes"], trial["seed"]
         with torch.no_grad():
-            model = runner.build(trial.get("model_seed", seed), sizes, keep=True, twin=True)
+            model = runner.build(trial.get("model_seed", seed), sizes, keep=True)
             for run, _ in enumerate(trial["poisons"]):
                 inputs = runner.inputs(seed, sizes)
                 runner.poison_allocator(4 * out_bytes)
@@ -392,7 +395,6 @@ def torch_candidate(w: Any) -> None:
     for i, trial in enumerate(w.job["trials"]):
         trial_run(i, trial)
     runner.forget()  # the trials' models are not held through the timing
-    prepare_timing(runner, w.job)
     w.serve(_Timed(runner, w.clock), post=trial_run)
 
 
