@@ -272,7 +272,7 @@ def trial_result(
                 f"(an out-of-bounds write)"
             )
         if len(arrays) != len(expected):
-            problem = problem or f"returned {len(arrays)} outputs, expected {len(expected)}"
+            problem = problem or _count_problem(len(arrays), len(expected))
             continue
         got = []
         for j, ((name, exp, native), raw) in enumerate(zip(expected, arrays, strict=True)):
@@ -321,6 +321,12 @@ def trial_result(
             if reason:
                 return fail(reason)
     return result(True, abs_err=worst_abs, rel_err=worst_rel)
+
+
+def _count_problem(got: int, expected: int) -> str:
+    """A run's outputs counted against the reference's, in the words a run's unexpected reply
+    gets off the GPU (sandbox._unexpected) (pure)."""
+    return f"returned {got} outputs, expected {expected}: not the reference's outputs"
 
 
 # At most this many outputs handed over in one run (a forward's returned tensors).
@@ -404,7 +410,7 @@ def device_run_problem(task: Task, header: dict[str, Any], ref_header: dict[str,
         natives = ref_header.get("native") or []
         count = len(header.get("device") or [])
         if count != len(natives):
-            return f"returned {count} outputs, expected {len(natives)}"
+            return _count_problem(count, len(natives))
         outputs = OUTPUTS[task.kind]
         for j, native in enumerate(natives):
             described = outputs.described_problem(

@@ -351,7 +351,10 @@ def test_a_kernelbench_run_is_described_from_the_references_own_run() -> None:
         "output 0 is bfloat16 [4, 8]"
     )
     two = _kb_run([8, 4], "bfloat16", count=2)
-    assert judge.device_run_problem(task, two, ref) == "returned 2 outputs, expected 1"
+    assert (
+        judge.device_run_problem(task, two, ref)
+        == "returned 2 outputs, expected 1: not the reference's outputs"
+    )
     changed = {**_kb_run([8, 4], "bfloat16"), "checksums": ["other"]}
     assert (
         judge.device_run_problem(task, changed, ref)

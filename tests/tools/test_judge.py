@@ -91,7 +91,10 @@ def test_missing_or_short_outputs_are_rejected(setup: Any) -> None:
     missing = _judge(
         setup, [({"type": "outputs", "checksums": {"x": "abc-4000"}}, []), _outputs(y)]
     )
-    assert not missing.ok and missing.reason == "returned 0 outputs, expected 1"
+    assert (
+        not missing.ok
+        and missing.reason == "returned 0 outputs, expected 1: not the reference's outputs"
+    )
     short = _judge(
         setup,
         [
