@@ -387,9 +387,9 @@ class TorchRunner:
         builds it) and moved to the GPU. `keep`: kept for the next trial that asks for the same
         seed, sizes and precision (or, with `share`, the same construction), until `forget` (a
         67M-weight model took 0.7 s to build on the lent H100's host). `twin`: a copy of the
-        model as built (on the CPU, before it runs) is kept, until `drop`, and every later build
-        of the same construction (other sizes, float64, after the timing) is made from it
-        instead of drawn again: the same weights, for a copy of them instead of a build, and
+        model as built (on the CPU, before it runs) is kept for the runner's life, and every
+        later build of the same construction (other sizes, float64, after the timing) is made
+        from it instead of drawn again: the same weights, for a copy of them instead of a build, and
         the generators' states as the build left them."""
         made_as = self.construction(seed, overrides)  # the sizes applied
         key = (made_as if self.share else (seed, tuple(sorted(overrides.items()))), float64)

@@ -172,8 +172,9 @@ class Verifier:
         poison: int,
         timing_seed: int | None = None,
     ) -> dict[str, Any]:
-        """A worker's job. `timing_seed`: the timing's model seed (KernelBench), for the
-        workers to draw that model ahead of the warm-up (torch_roles.prepare_timing)."""
+        """A worker's job. `timing_seed`: the timing's model seed (KernelBench), for a
+        reference's worker to draw that model ahead of the warm-up (torch_roles.prepare_timing;
+        a candidate's builds it afresh in the warm-up and is not told)."""
         seeded = {} if timing_seed is None else {"timing_model_seed": timing_seed}
         return seeded | {
             "role": role,
@@ -353,15 +354,7 @@ class Verifier:
                     cubin = [bytes(arrays[0])]
                     if build_key:
                         self.builds.put(build_key, compiled, cubin[0])
-                job = self._job(
-                    side.worker_task,
-                    "candidate",
-                    trials,
-                    cand_job,
-                    files,
-                    poison,
-                    self._timing_seed,
-                )
+                job = self._job(side.worker_task, "candidate", trials, cand_job, files, poison)
                 cand_box.send(job, cubin)
 
                 def expected_for(i: int, trial: plan.Trial) -> judge.Message:
@@ -555,7 +548,7 @@ class Verifier:
                 side.ref_arrays,
             )
             cand = crew.join(self.pool.take(cand_kind, f"candidate {n}"))
-            cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison, seed))
+            cand.send(self._job(side.worker_task, "candidate", [], cand_job, files, poison))
             more.append((ref, cand))
         return more
 
