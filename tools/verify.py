@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import os
 import random
+import re
 import secrets
 import shutil
 import tempfile
@@ -508,7 +509,10 @@ class Verifier:
             return report("error", str(problem), compile=compiled, device=device)
         except WorkerFailure as failure:
             if stage == "reference":
-                if crowded := crowded_out(crew.gpu_peaks(), device):
+                crowded = crowded_out(crew.gpu_peaks(), device) or out_of_memory_beside(
+                    failure.reason, sizing.get("gpu_needed_bytes"), device
+                )
+                if crowded:
                     return report("crashed", f"{crowded}; the reference then failed: "
                                   f"{failure.reason}", compile=compiled, device=device)  # fmt: skip
                 return report(
@@ -822,6 +826,25 @@ def crowded_out(peaks: dict[str, int], device: DeviceInfo | None) -> str:
     return (
         f"out of memory: the candidate's workers held {held / (1 << 30):.1f} GiB of the GPU's "
         f"{total / (1 << 30):.1f} GiB"
+    )
+
+
+_OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|ALLOC_FAILED", re.IGNORECASE)
+
+
+def out_of_memory_beside(reason: str, needed: int | None, device: DeviceInfo | None) -> str:
+    """Why a reference that ran out of GPU memory beside the candidate's workers ran out for
+    them: the check had estimated what its trials need, the reference's and the candidate's
+    alike, and found it fits (`needed`, in bytes), so what took the rest was the only other
+    party on the GPU; or "" (pure). A sample of the workers' memory as the reference fails
+    (crowded_out) misses a candidate that takes the memory for milliseconds at a time and
+    lets it go between."""
+    if needed is None or not _OUT_OF_MEMORY.search(reason):
+        return ""
+    total = f" of the GPU's {device.memory_total_bytes / (1 << 30):.1f} GiB" if device else ""
+    return (
+        f"out of memory: the check needs {needed / (1 << 30):.1f} GiB{total} by its estimate, "
+        f"and the reference ran out beside the candidate's workers"
     )
 
 
