@@ -219,20 +219,22 @@ def run(
         for box, who in zip(pair, ("reference", "candidate"), strict=True)
     ]
     everyone = [box for box, _ in workers]
-    for box, _ in workers:  # side by side: what the warm-up ran is never counted
-        if pin:
-            box.pin(pin)
+    # side by side, each where it already runs: what the warm-up ran is never counted. Not
+    # yet pinned: six workers pinned to the timing's two CPUs built their models and copied
+    # their weights to the GPU one after another there (2/12's warm-up: 5.2 s on an H100)
+    for box, _ in workers:
         box.send({"cmd": "warmup", "calls": 3, "seconds": 0.25, "model_seed": budget.model_seed})
     for box, who in workers:
         header, _ = box.receive(budget.warmup_timeout_s, f"warming up the {who}", Expect(sizes=()))
         if header.get("type") != "warm":
             raise WorkerFailure("crashed", f"the {who} worker did not warm up")
+    for box in everyone:  # then pinned (every thread, those the warm-up started too), before
+        if pin:  # any call is measured or timed
+            box.pin(pin)
     if budget.several_calls:
         out.calls, out.call_wall_ms = _measure(ref, everyone[1:], budget)
     out.warmup_ms = (time.perf_counter() - start) * 1e3
     for box in everyone:
-        if pin:  # again: threads the warm-up started took the timing thread's CPU with them
-            box.pin(pin)
         box.spin(0.005)
     try:
         _batches(pairs, budget, out)

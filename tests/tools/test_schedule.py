@@ -277,6 +277,39 @@ def test_several_processes_a_side_take_turns_with_every_other_worker_paused() ->
     assert len({len(r.rounds_seen) for r, _ in pairs}) == 1  # as many stints each
 
 
+def test_workers_warm_up_where_they_run_and_are_pinned_before_anything_is_measured() -> None:
+    """The warm-up (a model's build, its weights' copy to the GPU) runs side by side on the
+    CPUs each worker already has, not all on the timing's two; every worker is pinned after it
+    has warmed up and before the reference's calls are measured or any round is timed."""
+    log: list[str] = []
+
+    class Logged(FakeWorker):
+        def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+            self.log.append(f"{self.name} {header['cmd']}")
+            super().send(header, arrays)
+
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "measure":
+                return {"type": "measured", "ms": 0.25}, []
+            return super().receive(*args, **kwargs)
+
+    pairs = [(Logged(f"ref{n}", log, 1.0), Logged(f"cand{n}", log, 0.5)) for n in range(2)]
+    (ref, cand), *more = pairs
+    budget = schedule.Budget(min_rounds=8, batch=8, seconds=60.0, several_calls=True)
+    schedule.run(ref, cand, budget, pin={2, 3}, more=more)  # type: ignore[arg-type]
+    names = [b.name for pair in pairs for b in pair]
+    warmed = max(log.index(f"{n} warmup") for n in names)
+    pinned = [log.index(f"{n} pinned [2, 3]") for n in names]
+    assert all(warmed < at for at in pinned)  # none pinned until every warm-up was sent
+    assert max(pinned) < log.index("ref0 measure")
+    assert max(pinned) < min(i for i, e in enumerate(log) if e.endswith(" round"))
+    assert all(log.count(f"{n} pinned [2, 3]") == 1 for n in names)
+
+    log.clear()  # nothing to pin (a machine of under four CPUs): nothing pinned, as before
+    schedule.run(ref, cand, budget, pin=set(), more=more)  # type: ignore[arg-type]
+    assert not [e for e in log if "pinned" in e]
+
+
 def test_the_warm_ups_time_is_told_apart_from_the_rounds() -> None:
     """Rounds.warmup_ms: the controller's wall time until every worker had warmed up, within
     the whole run's wall_ms; a slow warm-up shows there, not in the rounds."""
