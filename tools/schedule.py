@@ -127,16 +127,19 @@ def calls_per_round(ref_call_ms: Any) -> int:
 
 
 def cycle_batch(per_batch: int, seconds: float, batches: int, round_wall_ms: float) -> int:
-    """Rounds a batch where each side is timed in several processes (pure): as many as let a
-    cycle (`batches` batches, every pair's stints) take about half the budget's `seconds` at
-    `round_wall_ms` a round, at least 2 and at most `per_batch`. The rounds stop at the end of
+    """Rounds a batch where each side is timed in several processes (pure): as many as let
+    the least the rounds run (MIN_CYCLES cycles of `batches` batches, every pair's stints)
+    take about half the budget's `seconds` at `round_wall_ms` a round, at least 2 and at most
+    `per_batch`; further cycles run while they fit the budget. The rounds stop at the end of
     a cycle, so that every pair has had as many stints, starting with each side alike; 16
     rounds a batch over three pairs had made a cycle 768 calls, 12 s of a 6 GiB forward's
-    (its inputs made afresh each call), four times the budget. Unchanged where the round's
-    wall time is unknown."""
+    (its inputs made afresh each call), four times the budget. A cycle sized to half the
+    budget made the least two cycles overrun it (1/1's rounds 3.4 s of a 3 s budget, H100).
+    Unchanged where the round's wall time is unknown."""
     if not (seconds > 0 and round_wall_ms > 0 and batches > 0):
         return per_batch
-    return max(2, min(per_batch, int(seconds * 1e3 / 2 / (batches * round_wall_ms))))
+    least = MIN_CYCLES * batches * round_wall_ms
+    return max(2, min(per_batch, int(seconds * 1e3 / 2 / least)))
 
 
 def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:

@@ -331,14 +331,16 @@ def test_the_warm_ups_time_is_told_apart_from_the_rounds() -> None:
 @pytest.mark.parametrize(
     ("per_batch", "seconds", "batches", "wall", "want"),
     [
-        (16, 3.0, 48, 10.0, 3),  # three pairs, a 6 GiB forward's 10 ms a call: 3 rounds
-        (16, 3.0, 48, 1.0, 16),  # quick calls: as before
+        (16, 3.0, 48, 5.0, 3),  # three pairs, 5 ms a call: two cycles of 3 rounds in 1.44 s
+        (16, 3.0, 48, 10.0, 2),  # a 6 GiB forward's 10 ms a call: 2 rounds
+        (16, 3.0, 48, 1.0, 15),  # quick calls: 15 rounds
+        (16, 3.0, 48, 0.5, 16),  # quicker: as before
         (16, 3.0, 48, 100.0, 2),  # never under 2
         (16, 3.0, 48, 0.0, 16),  # not measured: as before
         (16, 0.0, 48, 10.0, 16),  # no budget: as before
     ],
 )
-def test_a_cycle_of_several_pairs_takes_about_half_the_budget(
+def test_the_least_cycles_of_several_pairs_take_about_half_the_budget(
     per_batch: int, seconds: float, batches: int, wall: float, want: int
 ) -> None:
     assert schedule.cycle_batch(per_batch, seconds, batches, wall) == want
@@ -380,21 +382,21 @@ def test_several_pairs_size_their_batches_from_the_references_call_and_end_in_bu
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each side in three processes, the reference's call 10 ms by its worker's wall clock
-    (a 6 GiB forward with its inputs made afresh): batches of 3 rounds, so that a cycle (every
-    pair's two stints) takes about half the 3 s budget; the rounds end at a cycle's end, every
-    pair with as many stints, and no cycle begins that would end past the budget. Noisy
-    rounds never settle: the budget ends them."""
+    (a 6 GiB forward with its inputs made afresh): batches of 2 rounds, so that the least the
+    rounds run (two cycles, each every pair's two stints) takes about half the 3 s budget; the
+    rounds end at a cycle's end, every pair with as many stints, and no cycle begins that
+    would end past the budget. Noisy rounds never settle: the budget ends them."""
     clock = _Clock()
     monkeypatch.setattr(schedule.time, "perf_counter", clock)
     out, pairs = _three_pairs(clock, 0.010)
     assert out.calls == 1 and out.call_wall_ms == 10.0
-    # a stint: four pairs of batches of 3 rounds; a cycle: each of the 3 pairs twice
-    cycle = 3 * 2 * 4 * 3
-    assert len(out.ref) % cycle == 0 and len(out.ref) // cycle == 2  # 1.44 s each
+    # a stint: four pairs of batches of 2 rounds; a cycle: each of the 3 pairs twice
+    cycle = 3 * 2 * 4 * 2
+    assert len(out.ref) % cycle == 0 and len(out.ref) // cycle == 3  # 0.96 s each
     assert clock.now <= 3.0
     assert len({len(r.rounds_seen) for r, _ in pairs}) == 1
     # a pace at which a third cycle would end past the budget: two, the least there is
-    out, _ = _three_pairs(clock, 0.009)  # 10 ms measured, 9 ms taken: 1.3 s a cycle
+    out, _ = _three_pairs(clock, 0.012)  # 10 ms measured, 12 ms taken: 1.15 s a cycle
     assert len(out.ref) == 2 * cycle and clock.now < 3.0
     out, _ = _three_pairs(clock, 0.018)  # 18 ms taken: the budget spent in one cycle
     assert len(out.ref) == 2 * cycle  # two all the same: the medians need the batches
