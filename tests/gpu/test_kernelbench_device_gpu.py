@@ -261,3 +261,45 @@ def test_a_large_problem_gets_the_further_timing_pairs_its_native_forward_leaves
     assert report["timing"]["processes"] >= 2, report["timing"]
     assert report["timing"]["warmup_ms"] > 0 and report["timing"]["rounds_ms"] > 0
     assert report["phase_ms"].get("further workers", 0) > 0, report["phase_ms"]
+
+
+CONV = """
+import torch
+import torch.nn as nn
+
+batch_size = 16
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3)
+
+    def forward(self, x):
+        return {body}
+
+
+def get_inputs():
+    return [torch.rand(batch_size, 64, 64, 64)]
+
+
+def get_init_inputs():
+    return [64]
+"""
+
+
+def test_a_convolution_in_tf32_by_pytorchs_default_reads_correct_against_itself(
+    tmp_path: Path,
+) -> None:
+    """PyTorch's float32 convolutions run in TF32 by default (cuDNN), and miss the float64
+    outputs by several times float32's tolerance (KernelBench's 2/1 read wrong against itself
+    on an H100): the tolerance widens by how far the reference's own run fell, and says so; a
+    candidate far further off is still wrong."""
+    problem = CONV.format(body="torch.relu(self.conv(x))")
+    own = _check(tmp_path, problem, problem.replace("class Model", "class ModelNew"))
+    assert own["verdict"] == "correct", own["reason"]
+    assert "tolerance widened ('output 0' " in own["reason"], own["reason"]
+    assert 0.9 < own["timing"]["speedup"] < 1.1
+    body = "torch.relu(self.conv(x)) * 1.02"  # 2% off: far beyond TF32's error
+    off = _check(tmp_path, problem, CONV.format(body=body).replace("class Model", "class ModelNew"))
+    assert off["verdict"] == "wrong", off["reason"]

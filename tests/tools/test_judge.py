@@ -269,3 +269,92 @@ def test_a_worker_announcing_other_arrays_than_the_references_is_refused_unread(
     expect = judge.output_expect(task, Trial({}, seed=1, poisons=(1,)), ref)
     assert expect.problem([128 * 1024 * 4]) == ""
     assert "expected 1 of 524,288" in expect.problem([1 << 30] * 6)
+
+
+def _kb_expected(truth: np.ndarray, slack: Any = None) -> Any:
+    header: dict[str, Any] = {
+        "type": "expected",
+        "checksums": ["h1"],
+        "meta": [{"dtype": "float64", "shape": list(truth.shape)}],
+        "native": [{"dtype": "float32", "shape": list(truth.shape)}],
+    }
+    if slack is not None:
+        header["native_slack"] = slack
+    return header, [truth.tobytes()]
+
+
+def _kb_run(got: np.ndarray) -> Any:
+    head = {"type": "outputs", "checksums": ["h1"], "meta": [{"dtype": "float32", "shape": [64]}]}
+    return head, [got.astype(np.float32).tobytes()]
+
+
+@pytest.mark.parametrize(
+    ("slack", "scale"),
+    [
+        (None, 1.0),  # not said (no float64 forward, or another kind): as before
+        ([0.2], 1.0),  # PyTorch's own run well within tolerance: never narrowed, nor widened
+        ([5.5], 16.5),  # TF32 convolutions: 5.5 tolerances off float64, a candidate 3 times that
+        ([1e9], judge.SCALE_MAX),  # NaN or inf where float64 was not: KernelBench's 1e-2 at most
+        ([-1.0], 1.0),  # nonsense
+        (["x"], 1.0),
+        ([float("nan")], 1.0),
+        ([], 1.0),
+        ("5", 1.0),
+    ],
+)
+def test_a_kernelbench_tolerance_widens_by_how_far_pytorchs_own_run_is_from_float64(
+    slack: Any, scale: float
+) -> None:
+    header, _ = _kb_expected(np.zeros(4), slack)
+    assert judge.native_scale(header, 0) == pytest.approx(scale)
+    assert judge.native_scale(header, 1) == 1.0  # an output not said of
+
+
+def test_a_candidate_as_far_off_as_tf32_passes_where_the_reference_was_too_and_no_further() -> None:
+    """A KernelBench output whose reference, in float32 with PyTorch's defaults, misses the
+    float64 outputs by 5.5 tolerances (TF32 convolutions): a candidate 10 tolerances off
+    passes, 20 do not; where the reference's own run was within tolerance, 2 do not. The
+    timed calls' sketches are held to the same widened tolerance, and only where the
+    reference's trials said so."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    trial = Trial({}, seed=3, poisons=(1,))
+    truth = np.random.default_rng(1).uniform(-1, 1, 64)
+    atol, rtol = judge.kernelbench_tolerance("float32")
+    bound = atol + rtol * np.abs(truth)
+
+    def verdict(times: float, slack: Any) -> bool:
+        off = truth + times * bound
+        return judge.trial_result(
+            task, trial, _kb_expected(truth, slack), [_kb_run(off)], "check"
+        ).ok
+
+    assert verdict(10, [5.5]) and not verdict(20, [5.5])
+    assert verdict(0.5, [0.2]) and not verdict(2, [0.2]) and not verdict(2, None)
+    # the reference's header is the only witness: a run that says it is slack counts for nothing
+    head, arrays = _kb_run(truth + 10 * bound)
+    ref = _kb_expected(truth)
+    result = judge.trial_result(
+        task, trial, ref, [({**head, "native_slack": [99]}, arrays)], "check"
+    )
+    assert not result.ok
+
+    scales: dict[str, float] = {}
+    judge.native_scales(_kb_expected(truth, [5.5])[0], scales)
+    judge.native_scales(_kb_expected(truth, [1.0])[0], scales)  # the most is kept
+    assert scales == {"output 0": pytest.approx(16.5)}
+    assert "'output 0' 16.5x" in judge.widened(scales) and judge.widened({"output 0": 1.0}) == ""
+    # timed calls 10 tolerances off, every element of 60 calls: caught in sum, unless widened
+    rng = np.random.default_rng(2)
+    y = rng.uniform(-1, 1, 4096).astype(np.float32)
+
+    def kb_round(values: np.ndarray) -> dict[str, Any]:
+        out = {**_round(values), "inputs": ["a"], "inputs_after": ["a"]}
+        out |= {"meta": [{"dtype": "float32", "shape": [4096]}]}
+        out["sketch"] = {"output 0": out.pop("sketch")["y"]}
+        return out
+
+    ref_rounds = [kb_round(y)] * 60
+    off = 10 * (atol + rtol * np.abs(y))
+    cand_rounds = [kb_round(y + rng.choice([-1.0, 1.0], y.size) * off) for _ in ref_rounds]
+    assert judge.rounds_problem(task, ref_rounds, cand_rounds, scales)[:2] == ("", "")
+    assert judge.rounds_problem(task, ref_rounds, cand_rounds)[0] == "wrong"

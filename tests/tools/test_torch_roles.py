@@ -265,3 +265,37 @@ def test_the_reference_draws_the_timings_model_before_it_serves_the_rounds(
     _fakes(monkeypatch, plain, done)
     torch_roles.torch_reference(plain)
     assert not any(d.startswith("prepare") for d in done)
+
+
+def test_how_far_the_native_forward_is_from_float64_in_tolerances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """native_slack: the most an output's sampled elements took of its dtype's tolerance
+    (from the reference's own native forward and its float64 one); NaN where float64 is
+    finite is SLACK_MAX; integer outputs 0. A large output is sampled every p-th element, p
+    prime, which falls on every column: an error in one column alone is seen."""
+    torch = pytest.importorskip("torch")
+    from kernelwright.tools.judge import kernelbench_tolerance
+
+    atol, rtol = kernelbench_tolerance("float32")
+    truth = torch.rand(100, 128, dtype=torch.float64) - 0.5
+    bound = atol + rtol * truth.abs()
+    meta = [{"dtype": "float32", "shape": [100, 128]}, {"dtype": "int64", "shape": [3]}]
+
+    def slack(native: Any) -> list[float]:
+        ints = torch.arange(3)
+        out = (native, ints)
+        return torch_roles.native_slack(torch_roles._samples(out), (truth, ints), meta)
+
+    assert slack(truth.float()) == pytest.approx([0.0, 0.0], abs=0.01)
+    off = truth.clone()
+    off[7, 5] += 5.5 * bound[7, 5]
+    assert slack(off.float())[0] == pytest.approx(5.5, rel=0.01)
+    nan = truth.float()
+    nan[3, 3] = float("nan")
+    assert slack(nan)[0] == torch_roles.SLACK_MAX
+    monkeypatch.setattr(torch_roles, "SAMPLE_ELEMENTS", 1000)  # 12,800 elements: every 13th
+    assert torch_roles._prime_at_least(13) == 13 and torch_roles._prime_at_least(14) == 17
+    column = truth.clone()
+    column[:, 40] += 4.0 * bound[:, 40]
+    assert slack(column.float())[0] == pytest.approx(4.0, rel=0.01)
