@@ -48,6 +48,27 @@ def charge_us(unexplained: float, python: bool) -> float:
     return max(0.0, unexplained - ALLOW_CALL_US) if python else 0.0
 
 
+CLOCK_SLACK = 0.02  # a speedup past the clock's bound by more than this is held to it
+
+
+def clock_bound(walls: Sequence[tuple[float, float, float, float, int]]) -> float | None:
+    """The most speedup the controller's clock bears out over every batch together (pure):
+    the reference's mean call by its samples, against the candidate's by the controller's
+    clock (its batches' wall time less the reference's harness time on the same calls, less
+    the allowance). The speedup is a median of rounds and the charge a median of batches,
+    both blind to a forger lying in fewer than half its batches, and a forger lying in a
+    random 40% of them was read 1.67x on an H100 (the suite's kb_forge_some_batches): the
+    clock's sum over every batch counts each lie, wherever it falls. None where there is
+    nothing to go on."""
+    calls = sum(n for *_, n in walls)
+    ref_ms = sum(rs for _, _, _, rs, _ in walls)
+    cand_ms = sum(cw - (rw - rs) for cw, _, rw, rs, _ in walls)
+    if calls <= 0 or ref_ms <= 0:
+        return None
+    per_call = cand_ms / calls - ALLOW_CALL_US / 1e3
+    return ref_ms / calls / per_call if per_call > 0 else None
+
+
 def unexplained_problem(charged: float, cand_median_ms: float, python: bool) -> str:
     if python and charged > cand_median_ms * 1e3:
         return (
@@ -136,6 +157,10 @@ def timing(
             f"{floor:.4f} ms for this much data"
         )
     ratio, ratio_iqr = speedup(ref_ms, cand_ms)
+    bound = clock_bound(rounds.walls) if python else None
+    held = bound is not None and ratio > bound * (1 + CLOCK_SLACK)
+    if held and bound is not None:
+        ratio = bound * (1 + CLOCK_SLACK)
     per_process = by_process(
         rounds.round_process(), ref_ms, cand_ms, rounds.walls, rounds.processes
     )
@@ -167,6 +192,14 @@ def timing(
                 "worker take that much more than its samples and the allowance explain",
             )
             if charged
+            else ()
+        )
+        + (
+            (
+                f"speedup held to {ratio:.3f}x: over every batch together the controller's clock "
+                "bears out no more (its rounds' median read more)",
+            )
+            if held
             else ()
         ),
     )

@@ -52,6 +52,34 @@ def test_the_spread_over_rounds_shows_what_the_median_leaves_out() -> None:
     assert five_percentiles([]) == () and five_percentiles([4.0]) == (4.0,) * 5
 
 
+@pytest.mark.parametrize("forged", [0, 4, 6])
+def test_a_forger_lying_in_any_share_of_its_batches_is_held_to_the_clocks_sum(forged: int) -> None:
+    """A candidate 0.5 ms a call (the reference 1 ms) that reports 30% of each call in
+    `forged` of its ten batches; the controller's clock sees each batch's wall as it is, give
+    or take up to 0.25 ms a call (summing to nothing). With a majority forged, the rounds'
+    median is a lie and the batches' median charge only part of it (it read 3.1x here, 1.67x
+    on an H100); the clock's sum over every batch holds the speedup within 2% of what it
+    bears out. An honest one, with the same noise, reads as before."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    rounds = _rounds(0.5, n=80, batch=8)
+    noise = [-0.2, -0.15, -0.1, 0.0, 0.2, 0.25, -0.05, 0.0, 0.0, 0.05]  # ms a call, by batch
+    for b in range(10):
+        cw, cs, rw, rs, k = rounds.walls[b]
+        lying = b < forged
+        rounds.walls[b] = (cw + noise[b] * k, cs * (0.3 if lying else 1.0), rw, rs, k)
+        for i in range(b * 8, b * 8 + 8):
+            rounds.cand[i] = {"ms": 0.15, "host_ms": 0.2} if lying else rounds.cand[i]
+    timing, _ = verdicts.timing(task, rounds, None, None, None)
+    bound = verdicts.clock_bound(rounds.walls)
+    assert bound == pytest.approx(1.0 / (0.5 - verdicts.ALLOW_CALL_US / 1e3))
+    assert timing.speedup <= bound * (1 + verdicts.CLOCK_SLACK) + 1e-9
+    held = any("held to" in n for n in timing.notes)
+    assert held == (forged == 6)  # a minority: the median already reads the honest rounds
+    if forged == 0:
+        assert timing.speedup == pytest.approx(2.0)
+    assert verdicts.clock_bound([]) is None
+
+
 @pytest.mark.parametrize(
     ("hidden_ms", "speedup", "why"),
     [
