@@ -78,6 +78,14 @@ def scaled(atol: float, rtol: float, scale: float) -> tuple[float, float]:
     return atol * scale, rtol * scale
 
 
+def trial_tolerance(
+    task: Task, dtype: str, ref_header: dict[str, Any], j: int
+) -> tuple[float, float]:
+    """(atol, rtol) for a trial's output j: its kind's for the dtype, widened where the
+    reference's header says (native_scale)."""
+    return scaled(*OUTPUTS[task.kind].tolerance(task, dtype), native_scale(ref_header, j))
+
+
 TaskT = TypeVar("TaskT", contravariant=True)
 
 
@@ -351,7 +359,7 @@ def trial_result(
         unwritten = outputs.unwritten(task, trial, name, per_run)
         if unwritten:
             return fail(unwritten)
-        atol, rtol = scaled(*outputs.tolerance(task, native), native_scale(ref_header, j))
+        atol, rtol = trial_tolerance(task, native, ref_header, j)
         if native == "bfloat16":
             per_run = [_bf16_to_f32(r) for r in per_run]
         for out in per_run:
@@ -407,7 +415,7 @@ def device_outputs(
         raise ValueError("its outputs were not handed over")
     described = []
     for j, (place, (_, dtype, shape)) in enumerate(zip(places, shapes, strict=True)):
-        atol, rtol = scaled(*OUTPUTS[task.kind].tolerance(task, dtype), native_scale(ref_header, j))
+        atol, rtol = trial_tolerance(task, dtype, ref_header, j)
         described.append(
             {
                 "size": int(place.get("size", 0)),
@@ -501,8 +509,7 @@ def device_trial_result(
             if not isinstance(facts, dict) or facts.get("problem"):
                 why = facts.get("problem") if isinstance(facts, dict) else "nothing"
                 return result(False, f"output '{name}' could not be compared: {str(why)[:300]}")
-            atol, rtol = OUTPUTS[task.kind].tolerance(task, dtype)
-            atol, rtol = scaled(atol, rtol, native_scale(ref_header, j))
+            atol, rtol = trial_tolerance(task, dtype, ref_header, j)
             outcome = correctness.outcome(name, shape, facts, atol, rtol)
             if not outcome.ok:
                 return result(False, outcome.reason, outcome.max_abs_err, outcome.max_rel_err)

@@ -131,7 +131,7 @@ def process_memory(pci_bus_id: str | None = None) -> dict[int, int]:
         with nvml() as n:
             h = _handle(n, pci_bus_id)
             procs = n.nvmlDeviceGetComputeRunningProcesses(h)
-    except (NoGpuError, Exception):  # NVMLError and its kin: nothing known
+    except Exception:  # NoGpuError, NVMLError and its kin: nothing known
         return {}
     used: dict[int, int] = {}
     for p in procs:
@@ -147,6 +147,6 @@ def free_bytes(pci_bus_id: str | None = None) -> int | None:
     try:
         with nvml() as n:
             free = n.nvmlDeviceGetMemoryInfo(_handle(n, pci_bus_id)).free
-    except (NoGpuError, Exception):  # NVMLError and its kin: nothing known
+    except Exception:  # NoGpuError, NVMLError and its kin: nothing known
         return None
     return int(free) if type(free) is int and free >= 0 else None
