@@ -47,7 +47,7 @@ def _table(results: list[Any], title: str) -> Table:
         got = f"[green]{r.verdict}[/]" if r.ok else f"[red]{r.verdict}[/]"
         if r.speedup is not None and r.verdict == "correct":
             got += f" {r.speedup:.2f}x"
-        expected = r.case.verdict + (f" ({escape(r.case.detail)})" if r.case.detail else "")
+        expected = escape(r.case.expects)
         reason = escape(clip(r.reason, 160))
         if not r.ok:
             reason += f"\n[red]MISMATCH: {escape(r.problem)}[/]"
@@ -163,6 +163,7 @@ def _list(cases: list[Any], as_json: bool) -> None:
                 "task": c.task,
                 "expected": c.verdict,
                 "expected_detail": c.detail,
+                "expected_all": c.expects,
                 "description": c.description,
             }
             for c in cases
@@ -173,7 +174,7 @@ def _list(cases: list[Any], as_json: bool) -> None:
     for name in ("case", "task", "expected", "what it does"):
         table.add_column(name, overflow="fold")
     for c in cases:
-        expected = c.verdict + (f" ({escape(c.detail)})" if c.detail else "")
+        expected = escape(c.expects)
         table.add_row(c.name, c.task, expected, escape(c.description))
     out.print(table)
 

@@ -39,9 +39,11 @@ from kernelwright.tools.verify import Verifier, VerifyOptions
 FAMILIES = ("controls", "output", "input", "precision", "memory", "timing", "harness")
 VERDICTS = get_args(Verdict)
 DAEMON_MARK = b"kw-adversarial-daemon"  # what harness/kb_daemon.py leaves in its command line
-_HEADER = re.compile(
-    r"^(?://|#)\s*expect:\s*(?P<verdict>\w+)(?:\s*\((?P<detail>[^)]*)\))?\s+(?:—|--)\s+(?P<desc>.+)$"
-)
+_HEADER = re.compile(r"^(?://|#)\s*expect:\s*(?P<expect>.+?)\s+(?:—|--)\s+(?P<desc>.+)$")
+# one expectation, "VERDICT (DETAIL)"; a case may give several, joined by "or"
+_ONE = r"(?P<verdict>\w+)(?:\s*\((?P<detail>[^)]*)\))?"
+_EXPECTS = re.compile(rf"^{_ONE}(?:\s+or\s+{_ONE.replace('?P<', '?P<more_')})*$")
+_EXPECT = re.compile(_ONE)
 _TASK = re.compile(r"^(?://|#)\s*task:\s*(?P<task>\S+)\s*$")
 _WITH = re.compile(r"^(?://|#)\s*with:\s*sanitize\s*$")
 _RANGE = re.compile(r"^speedup\s+(?P<lo>[\d.]+)\s*-\s*(?P<hi>[\d.]+)$")
@@ -58,18 +60,37 @@ class Case:
     detail: str
     description: str
     sanitize: bool = False
+    # further answers that are as safe (VERDICT, DETAIL): an attack whose lie is caught in
+    # some runs and gains nothing in the others may be answered either way, never otherwise
+    otherwise: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def expects(self) -> str:
+        """What the case expects, as its header says: "correct (speedup 0-1.15) or implausible"."""
+        return " or ".join(v + (f" ({d})" if d else "") for v, d in self.answers)
+
+    @property
+    def answers(self) -> tuple[tuple[str, str], ...]:
+        return ((self.verdict, self.detail), *self.otherwise)
 
     def judge(self, verdict: str, reason: str, speedup: float | None) -> str:
         """Why the verifier's answer is not what this case expects ("" when it is)."""
-        if verdict != self.verdict:
-            return f"expected {self.verdict}, got {verdict}"
-        if self.verdict == "correct" and self.detail:
-            lo, hi = speedup_bounds(self.detail)
-            if speedup is None or not lo <= speedup <= hi:
-                return f"speedup {speedup} outside {self.detail}"
-        elif self.detail and self.detail.lower() not in reason.lower():
-            return f"reason lacks {self.detail!r}"
-        return ""
+        details = [d for v, d in self.answers if v == verdict]
+        if not details:
+            return f"expected {' or '.join(v for v, _ in self.answers)}, got {verdict}"
+        problems = [_missed(verdict, d, reason, speedup) for d in details]
+        return "" if "" in problems else problems[0]
+
+
+def _missed(verdict: str, detail: str, reason: str, speedup: float | None) -> str:
+    """Why an answer of this verdict misses this detail ("" when it does not)."""
+    if verdict == "correct" and detail:
+        lo, hi = speedup_bounds(detail)
+        if speedup is None or not lo <= speedup <= hi:
+            return f"speedup {speedup} outside {detail}"
+    elif detail and detail.lower() not in reason.lower():
+        return f"reason lacks {detail!r}"
+    return ""
 
 
 def speedup_bounds(detail: str) -> tuple[float, float]:
@@ -99,11 +120,20 @@ def parse_case(path: Path) -> Case:
             f"{path}: the first two lines must be '// expect: VERDICT (WORDS) — WHAT' and "
             "'// task: TASK' (# for Python)"
         )
-    if head["verdict"] not in VERDICTS:
-        raise ValueError(f"{path}: unknown verdict {head['verdict']!r} (one of {VERDICTS})")
-    detail = (head["detail"] or "").strip()
-    if head["verdict"] == "correct" and detail:
-        speedup_bounds(detail)
+    answers = []
+    if not _EXPECTS.match(expects := head["expect"].strip()):
+        raise ValueError(
+            f"{path}: expect {expects!r}: write 'VERDICT (WORDS)', several joined by 'or'"
+        )
+    for one in _EXPECT.finditer(expects):
+        if one["verdict"] == "or":
+            continue
+        if one["verdict"] not in VERDICTS:
+            raise ValueError(f"{path}: unknown verdict {one['verdict']!r} (one of {VERDICTS})")
+        detail = (one["detail"] or "").strip()
+        if one["verdict"] == "correct" and detail:
+            speedup_bounds(detail)
+        answers.append((one["verdict"], detail))
     family = path.parent.name
     if family not in FAMILIES:
         raise ValueError(f"{path}: not in a family folder ({', '.join(FAMILIES)})")
@@ -112,10 +142,11 @@ def parse_case(path: Path) -> Case:
         family=family,
         path=path,
         task=task["task"],
-        verdict=head["verdict"],
-        detail=detail,
+        verdict=answers[0][0],
+        detail=answers[0][1],
         description=head["desc"].strip(),
         sanitize=len(lines) > 2 and bool(_WITH.match(lines[2])),
+        otherwise=tuple(answers[1:]),
     )
 
 
@@ -157,6 +188,7 @@ class CaseResult:
             "description": c.description,
             "expected": c.verdict,
             "expected_detail": c.detail,
+            "expected_all": c.expects,
             "got": self.verdict,
             "reason": self.reason,
             "speedup": self.speedup,

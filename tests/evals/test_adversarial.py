@@ -35,8 +35,10 @@ def test_at_least_95_cases_covering_every_family() -> None:
     controls = [c for c in CASES if c.family == "controls"]
     assert controls and all(c.verdict == "correct" for c in controls)
     for c in CASES:  # an attack made harmless must show it gained nothing: a bounded speedup
-        if c.family != "controls" and c.verdict == "correct":
-            assert speedup_bounds(c.detail)[1] < 1.5, c.name
+        for verdict, detail in c.answers if c.family != "controls" else ():
+            if verdict == "correct":
+                assert speedup_bounds(detail)[1] < 1.5, c.name
+    assert not any(c.otherwise for c in controls)  # a control passes, and only passes
     assert any(c.detail == "speedup 0.98-1.02" for c in controls)  # a reference vs itself
     both = {c.family for c in CASES if c.task.startswith("kernelbench/")}
     assert both >= {"controls", "output", "input", "precision", "timing", "harness"}
@@ -129,6 +131,29 @@ def test_a_verdict_is_judged_as_the_case_expects() -> None:
     assert _case("correct", "speedup >= 2").judge("correct", "", 6.3) == ""
 
 
+def test_a_case_with_two_safe_answers_takes_either_and_nothing_else(tmp_path: Path) -> None:
+    """A randomised forger is caught in some runs and held to its honest speed in the others:
+    either answer is safe; a credited speedup, or any third verdict, is still a miss."""
+    path = tmp_path / "harness" / "forger.py"
+    path.parent.mkdir()
+    path.write_text(
+        "# expect: correct (speedup 0-1.15) or implausible (samples explain) — lies at times\n"
+        "# task: kernelbench/relu_mlp.py\n"
+    )
+    case = parse_case(path)
+    assert case.answers == (("correct", "speedup 0-1.15"), ("implausible", "samples explain"))
+    assert case.expects == "correct (speedup 0-1.15) or implausible (samples explain)"
+    assert case.description == "lies at times"
+    assert case.judge("correct", "10 trials", 0.99) == ""
+    assert case.judge("implausible", "longer than its samples explain", 0.99) == ""
+    assert "outside" in case.judge("correct", "10 trials", 1.6)
+    assert "reason lacks" in case.judge("implausible", "a reason of another kind", None)
+    assert case.judge("wrong", "y wrong", None) == "expected correct or implausible, got wrong"
+    path.write_text("# expect: correct (speedup 0-1.15) or fast — x\n# task: gelu\n")
+    with pytest.raises(ValueError, match="unknown verdict 'fast'"):
+        parse_case(path)
+
+
 @pytest.mark.parametrize(
     "header",
     [
@@ -136,6 +161,8 @@ def test_a_verdict_is_judged_as_the_case_expects() -> None:
         "// expect wrong — no colon\n// task: gelu\n",
         "// expect: wrong — no task line\nint x;\n",
         "// expect: correct (speedup fast) — a bound that is not one\n// task: gelu\n",
+        "// expect: wrong or (racecheck) — an 'or' with no verdict after it\n// task: gelu\n",
+        "// expect: wrong or implausible or — a trailing 'or'\n// task: gelu\n",
     ],
 )
 def test_a_bad_header_says_what_is_wrong(header: str, tmp_path: Path) -> None:

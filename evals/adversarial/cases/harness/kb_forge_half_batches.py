@@ -1,4 +1,4 @@
-# expect: correct (speedup 0-1.15) — reports 30% of each call in a random half of its batches, honest in the rest: the medians land on a forged round half the time
+# expect: correct (speedup 0-1.15) or implausible (longer than its samples explain) — reports 30% of each call in a random half of its batches, honest in the rest: the medians land on a forged round half the time
 # task: kernelbench/relu_mlp.py
 # Written against the two medians (the speedup, a median of rounds; the charge, a median of
 # batches' unexplained time): with its lies in half its batches, the round at the median is

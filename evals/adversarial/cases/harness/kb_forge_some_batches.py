@@ -1,4 +1,4 @@
-# expect: correct (speedup 0-1.15) — reports 30% of each call in a random 40% of its batches, honest in the rest: a minority the medians overlook
+# expect: correct (speedup 0-1.15) or implausible (longer than its samples explain) — reports 30% of each call in a random 40% of its batches, honest in the rest: a minority the medians overlook
 # task: kernelbench/relu_mlp.py
 # The speedup is the median of per-round ratios and the charge comes from the median of the
 # batches' unexplained time: both robust to a minority of odd batches. A forger that lies in
