@@ -274,7 +274,19 @@ def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
         "phase_s": {k: v / 1e3 for k, v in (report.get("phase_ms") or {}).items()},
         # where the timing phase went: its processes, rounds and their parts
         "timing": {k: timing.get(k) for k in TIMING_KEYS if timing.get(k) is not None},
+        # where the reference's and the candidate's workers spent their start, by their account
+        "worker_start_s": {
+            who: {k: v / 1e3 for k, v in steps.items()}
+            for who, steps in (report.get("worker_start_ms") or {}).items()
+        },
     }
+
+
+def start_line(starts: dict[str, dict[str, float]]) -> str:
+    """The reference worker's start, step by step: " [reference's start: imports 2.7, ...]"."""
+    mine = starts.get("reference") or {}
+    steps = ", ".join(f"{k} {v:.1f}" for k, v in mine.items() if v >= 0.05)
+    return f" [reference's start: {steps}]" if steps else ""
 
 
 # Run as `python -c THEIRS SRC PROBLEM BUILD_DIR` in a process of its own: KernelBench's eval on
@@ -549,6 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{_x(row.ours.get('speedup'))} in {_s(row.ours.get('wall_s'))} s"
                 + (f" ({phases})" if phases else "")
                 + timing_line(row.ours.get("timing") or {})
+                + start_line(row.ours.get("worker_start_s") or {})
                 + (
                     f"; KernelBench {row.theirs.get('verdict')} {_x(row.theirs.get('speedup'))} "
                     f"in {_s(row.theirs.get('wall_s'))} s"

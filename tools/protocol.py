@@ -65,6 +65,11 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_FRAME_BYTES = 4 << 30
+# A worker's own account of its start, in ms a step, sent with its first message ("start_ms"):
+# where a cold check's first seconds go. The controller reports it and decides nothing on it.
+START_STEPS = (
+    "interpreter", "confine", "imports", "job wait", "cuda", "warm-up", "spare wait", "vmm",
+)  # fmt: skip
 MAX_HEADER_BYTES = 4 << 20  # a header is JSON: a few KiB, a batch of rounds a few hundred
 
 

@@ -197,6 +197,9 @@ class CheckReport(Result):
     speedups: Speedups | None = None  # a C++ task's three (timing's is against one core)
     wall_ms: float = 0.0
     phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...
+    # where the first reference's and candidate's workers spent their start (by label), by
+    # their own account: interpreter, confine, imports, job wait, cuda, warm-up, vmm (ms)
+    worker_start_ms: dict[str, dict[str, float]] = {}
     extensions: tuple[ExtensionBuild, ...] = ()  # a KernelBench candidate's load_inline builds
     # host memory at its peak: the controller's process so far, and each worker's process tree
     # by its label, sampled every 50 ms at most while the controller waited on it

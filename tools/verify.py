@@ -39,7 +39,7 @@ from .builds import BuildCache
 from .compile import compile_reply
 from .errors import NoGpuError
 from .pool import Pool, controller_off, timing_cpus
-from .protocol import Expect
+from .protocol import START_STEPS, Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Crew, Sandbox, WorkerFailure, cap
 from .task import Candidate, Task
@@ -235,6 +235,9 @@ class Verifier:
         sizing: dict[str, int] = {}
         # each output's tolerance widened where PyTorch's own run misses float64 (KernelBench)
         scales: dict[str, float] = {}
+        # where the first reference's and candidate's workers spent their start, by their own
+        # account (reported, never decided on)
+        starts: dict[str, dict[str, float]] = {}
 
         def sample() -> None:  # each worker's GPU memory, read from NVML (never while timed)
             crew.sample_gpu(nvml.process_memory())
@@ -254,6 +257,7 @@ class Verifier:
                     "gpu_bytes": dict(sizing),
                     "wall_ms": (time.perf_counter() - t0) * 1e3,
                     "phase_ms": phases,
+                    "worker_start_ms": starts,
                     **extra,
                 }
             )
@@ -329,6 +333,7 @@ class Verifier:
                     self.options.start_timeout_s, "starting the reference worker", Expect(sizes=())
                 )
                 device = self._device = self._device or _device_info(dev)
+                starts["reference"] = start_steps(dev)
                 if not dev.get("vmm"):  # no memory to hand over: every output crosses the host
                     trials = [dataclasses.replace(t, device=False) for t in trials]
                     post = dataclasses.replace(post, device=False)
@@ -399,9 +404,10 @@ class Verifier:
                 first = expected_for(0, trials[0])
                 reference: Any = first[0].get("reference") or task.reference_label
                 stage = "candidate"
-                cand_box.receive(
+                started, _ = cand_box.receive(
                     self.options.start_timeout_s, "starting the worker", Expect(sizes=())
                 )
+                starts["candidate"] = start_steps(started)
                 if entry is None:
                     self.progress("importing the candidate")
                     compiled = self._import_reply(cand_box, "importing the candidate", ext)
@@ -868,6 +874,20 @@ def _passed(results: list[Any], reference: str, scales: dict[str, float] | None 
         f"{len(results)} trials over {len(shapes)} shapes{held}, against {article}{reference}"
         + wide
     )
+
+
+def start_steps(header: dict[str, Any]) -> dict[str, float]:
+    """A worker's own account of its start (protocol.START_STEPS, ms a step), kept to the known
+    steps and to finite times under a day: a candidate's worker says it too, and it is only
+    shown."""
+    got = header.get("start_ms")
+    if not isinstance(got, dict):
+        return {}
+    return {
+        k: float(v)
+        for k, v in got.items()
+        if k in START_STEPS and type(v) in (int, float) and 0 <= v < 86_400_000
+    }
 
 
 def _device_info(header: dict[str, Any]) -> DeviceInfo:

@@ -43,6 +43,27 @@ def _harden(limits: dict[str, int], notes: list[str]) -> list[str]:
     return notes
 
 
+class _Steps:
+    """Where this worker's start went, ms a step (protocol.START_STEPS), from the process's
+    own start (its interpreter's, an exec by steady_layout included) to its first message."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self.mark = time.monotonic()
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # field 22 of /proc/self/stat: the process's start, in clock ticks since boot
+            fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+            started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+            self.ms["interpreter"] = round(
+                max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started) * 1e3, 1
+            )
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.ms[name] = round(self.ms.get(name, 0.0) + (now - self.mark) * 1e3, 1)
+        self.mark = now
+
+
 def _device() -> dict[str, Any]:
     import cupy
 
@@ -194,6 +215,7 @@ def steady_layout() -> None:
 
 
 def main() -> None:
+    steps = _Steps()
     args = sys.argv
     once = len(args) >= 3 and args[1] == "--job"  # under ncu or compute-sanitizer: no channel
     compile_only = "--compile-only" in args
@@ -213,6 +235,7 @@ def main() -> None:
         confined = confine(_writable(), prepare=prepare, narrow=narrow)
     else:
         confined = confine(_writable(), readable=_readable())
+    steps("confine")
     proto_in, proto_out = os.dup(0), os.dup(1)
     os.dup2(null, 0)
     os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
@@ -245,19 +268,25 @@ def main() -> None:
         else:
             torch = "--warm" in args
             _imports(torch)
+            steps("imports")
             reader = FrameReader(proto_in)
             job, arrays = reader.read_message(time.monotonic() + 3600)
+            steps("job wait")
             device = _device()
+            steps("cuda")
             _warm(torch)
+            steps("warm-up")
             if job.get("cmd") == "go":  # a spare, let onto the GPU: warm now, then wait
                 write_message(proto_out, {"type": "warm"})
                 job, arrays = reader.read_message(time.monotonic() + 3600)
+                steps("spare wait")
         if "--fds" in args and job.get("role") in ("reference", "candidate"):
             from . import vmm  # whether large outputs can be compared where they are
 
             device["vmm"] = vmm.supported(cupy_device())
+            steps("vmm")
         notes = _harden(job.get("limits", {}), confined)
-        write_message(proto_out, {**device, "notes": notes})
+        write_message(proto_out, {**device, "notes": notes, "start_ms": steps.ms})
         job["device"] = {**device, **job.get("device", {})}
         worker = Worker(reader, proto_out, job, Path.cwd())
         if "--fds" in args:  # the socket that carries memory handles (vmm.py)

@@ -254,3 +254,38 @@ def test_a_progress_line_says_where_the_timing_went(
         "warm-up 1.4 s; rounds 2.9 s]"
     )
     assert bench.timing_line({}) == ""
+
+
+def test_a_progress_line_says_where_the_reference_workers_start_went(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reference worker's start, step by step, as its report's worker_start_ms gives it
+    (steps under 0.05 s left out): where a cold check's first seconds go."""
+    root = _clone(tmp_path)
+    starts = {
+        "reference": {"interpreter": 0.12, "imports": 2.71, "job wait": 0.0, "cuda": 0.33},
+        "candidate": {"imports": 2.9},
+    }
+
+    def check(problem: Any, timeout_s: float) -> dict[str, Any]:
+        return {"verdict": "correct", "speedup": 1.0, "wall_s": 5.0, "worker_start_s": starts}
+
+    monkeypatch.setattr(bench, "our_check", check)
+    argv = ["--kb", str(root), "--problems", "1/1", "--no-theirs", "--no-examples", "--no-builds"]
+    assert bench.main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("[1/1]"))
+    assert line.endswith("[reference's start: interpreter 0.1, imports 2.7, cuda 0.3]")
+    assert bench.start_line({}) == "" and bench.start_line({"candidate": {"cuda": 1.0}}) == ""
+
+
+def test_a_checks_worker_starts_reach_its_row_in_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (problem,) = bench.resolve(open_clone(_clone(tmp_path)), [(1, 1)])
+    report = {
+        "verdict": "correct",
+        "wall_ms": 9000.0,
+        "worker_start_ms": {"reference": {"imports": 2700.0}},
+    }
+    monkeypatch.setattr(bench, "kw_check", lambda argv, timeout_s: ({"wall_s": 9.5}, report))
+    assert bench.our_check(problem, 60.0)["worker_start_s"] == {"reference": {"imports": 2.7}}

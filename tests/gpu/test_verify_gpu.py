@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelwright.tools.protocol import START_STEPS
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 from kernelwright.tools.verify import Verifier
 from tests.conftest import EXAMPLES
@@ -27,6 +28,11 @@ def test_reference_against_itself_reads_one(verifier: Verifier, name: str) -> No
     assert sum(t.held_out for t in report.check.trials) >= 2  # a small size, and large ones
     assert report.timing is not None
     assert 0.98 <= report.timing.speedup <= 1.02, report.timing
+    # where each new worker's start went, by its own account, within the check's "start"
+    for label in ("reference", "candidate"):
+        start = report.worker_start_ms[label]
+        assert {"interpreter", "imports", "cuda", "warm-up"} <= set(start) <= set(START_STEPS)
+    assert sum(report.worker_start_ms["reference"].values()) <= report.phase_ms["start"] + 20
 
 
 @pytest.mark.parametrize("name", TASKS)
