@@ -134,7 +134,11 @@ class Pool:
         if self._own_cache:
             shutil.rmtree(self.cache, ignore_errors=True)
 
-    def new(self, kind: str, label: str, cpus: set[int] | None = None) -> Sandbox:
+    def new(
+        self, kind: str, label: str, cpus: set[int] | None = None, now: bool = False
+    ) -> Sandbox:
+        """A worker of this kind, not started. `now`: for the check under way (its CUDA
+        context made beside its imports); a spare waits to be let onto the GPU."""
         if kind == "compile":
             command = [
                 sys.executable, "-m", "kernelwright.tools.worker", "--compile-only", self.backend,
@@ -142,9 +146,13 @@ class Pool:
             ]  # fmt: skip
             return Sandbox(label, self.memory, command=command)
         if kind == "torch-cand":
-            return Sandbox(label, self.memory, seed_cache=self.cache, warm_torch=True, cpus=cpus)
+            return Sandbox(
+                label, self.memory, seed_cache=self.cache, warm_torch=True, cpus=cpus, gpu_now=now
+            )
         torch = kind == "torch-ref"
-        return Sandbox(label, self.memory, cupy_cache=self.cache, warm_torch=torch, cpus=cpus)
+        return Sandbox(
+            label, self.memory, cupy_cache=self.cache, warm_torch=torch, cpus=cpus, gpu_now=now
+        )
 
     def take(self, kind: str, label: str) -> Sandbox:
         """A fresh worker for one check: a spare if one is up, else a new process."""
@@ -155,7 +163,7 @@ class Pool:
                 box.label = label
                 return box
             box.close()
-        return self.new(kind, label)
+        return self.new(kind, label, now=True)
 
     def prestart(self, task_kind: str, early: bool = False) -> None:
         """Spares for a check of this kind ("cuda" or "kernelbench"); `early`: as a check

@@ -114,6 +114,7 @@ class Sandbox:
         seed_cache: Path | None = None,
         warm_torch: bool = False,
         cpus: set[int] | None = None,
+        gpu_now: bool = False,
     ) -> None:
         self.label = label
         # The harness's kernels compile once into a cache. It is writable only by workers that
@@ -132,8 +133,12 @@ class Sandbox:
             *(["--seed-cache", str(seed_cache)] if seed_cache else []),
             *(["--warm", "torch"] if warm_torch else []),
             *(["--cpus", ",".join(map(str, sorted(cpus)))] if cpus else []),
+            # started for the check under way, not as a spare: it may make its CUDA context
+            # beside its imports (worker._cuda_early), as no check is timed meanwhile
+            *(["--gpu-now"] if gpu_now and command is None else []),
         ]
-        # A worker touches no GPU until its first message: "go" (a spare) or its job.
+        # A worker touches no GPU until its first message: "go" (a spare) or its job, or, with
+        # `gpu_now`, once it has confined itself.
         self.gated = command is None
         self._warming = False  # sent "go"; its "warm" not read yet
         self.scratch = Path(tempfile.mkdtemp(prefix=f"kw-{label}-"))

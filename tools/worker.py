@@ -15,6 +15,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -62,6 +63,25 @@ class _Steps:
         now = time.monotonic()
         self.ms[name] = round(self.ms.get(name, 0.0) + (now - self.mark) * 1e3, 1)
         self.mark = now
+
+
+def _cuda_early() -> threading.Thread:
+    """CUDA's driver up and the GPU's primary context made in a thread, beside the imports,
+    for a worker started for the check under way (`--gpu-now`; never a spare, which waits to
+    be let on). ctypes lets go of the GIL in each call, so the imports go on meanwhile; the
+    runtime (CuPy's, PyTorch's) takes this context when it starts. Any failure is left for
+    `_device` to meet and report as it would without this."""
+
+    def up() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            cuda = ctypes.CDLL("libcuda.so.1")
+            device, context = ctypes.c_int(), ctypes.c_void_p()
+            if cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(device), 0) == 0:
+                cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+
+    thread = threading.Thread(target=up, name="kw-cuda-early", daemon=True)
+    thread.start()
+    return thread
 
 
 def _device() -> dict[str, Any]:
@@ -236,6 +256,9 @@ def main() -> None:
     else:
         confined = confine(_writable(), readable=_readable())
     steps("confine")
+    early = None
+    if "--gpu-now" in args and not (once or compile_only or build_only):
+        early = _cuda_early()  # after confine: it ran with one thread and no CUDA context
     proto_in, proto_out = os.dup(0), os.dup(1)
     os.dup2(null, 0)
     os.dup2(2, 1)  # kernel printf and stray prints go to the log, never to the result channel
@@ -272,6 +295,8 @@ def main() -> None:
             reader = FrameReader(proto_in)
             job, arrays = reader.read_message(time.monotonic() + 3600)
             steps("job wait")
+            if early is not None:
+                early.join()
             device = _device()
             steps("cuda")
             _warm(torch)

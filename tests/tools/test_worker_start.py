@@ -1,13 +1,21 @@
-"""Where a worker's start goes, by its own account (no GPU needed): the steps it reports and
-what the controller keeps of them."""
+"""Where a worker's start goes, by its own account (no GPU needed): the steps it reports, what
+the controller keeps of them, and which workers may make their CUDA context beside their
+imports (those started for the check under way, never a spare)."""
 
 from __future__ import annotations
 
 import math
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+from kernelwright.tools import nvml
+from kernelwright.tools.errors import NoGpuError
+from kernelwright.tools.pool import Pool
 from kernelwright.tools.protocol import START_STEPS
+from kernelwright.tools.sandbox import Sandbox, WorkerFailure
 from kernelwright.tools.verify import start_steps
 
 
@@ -53,3 +61,38 @@ def test_a_worker_counts_its_start_from_its_interpreters_own() -> None:
     assert 0 < ms["interpreter"] < 30_000  # this interpreter's start and its imports
     assert 45 <= ms["imports"] < 1_000
     assert 35 <= ms["cuda"] < 1_000  # a step met twice adds up
+
+
+def test_only_workers_for_the_check_under_way_make_their_context_early(tmp_path: Path) -> None:
+    p = Pool("cupy", 1 << 30, str(tmp_path), set(), 60.0)
+    try:
+        for kind in ("torch-ref", "torch-cand", "cuda"):
+            assert "--gpu-now" in p.take(kind, "reference").command  # none spare: a new one
+            assert "--gpu-now" not in p.new(kind, "spare").command  # as prestart makes them
+        assert "--gpu-now" not in p.take("compile", "compile").command  # no GPU at all
+    finally:
+        p.close()
+
+
+def _has_gpu() -> bool:
+    try:
+        nvml.device_info()
+        return True
+    except NoGpuError:
+        return False
+
+
+def test_a_worker_making_its_context_early_fails_as_any_other_without_a_gpu() -> None:
+    """Where there is no GPU, the early context's thread fails quietly and the worker meets
+    CUDA's error where it always did, and says so; with one, its first message carries its
+    steps, CUDA's among them."""
+    with Sandbox("reference", gpu_now=True) as box:
+        box.send({})
+        if _has_gpu():
+            header, _ = box.receive(120.0, "starting the reference worker")
+            assert {"imports", "cuda"} <= set(header["start_ms"]) <= set(START_STEPS)
+        else:
+            with pytest.raises(WorkerFailure) as failure:
+                box.receive(120.0, "starting the reference worker")
+            assert "cuda" in failure.value.reason.lower(), failure.value.reason
+            assert "kw-cuda-early" not in box.log_tail()  # no traceback from the thread
