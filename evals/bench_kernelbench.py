@@ -293,18 +293,10 @@ def start_line(starts: dict[str, dict[str, float]]) -> str:
 # the problem against itself. Prints one JSON line last.
 # Its runtime and ref_runtime are the mean of CUDA-event times, in ms (its dataclass says us).
 THEIRS = r"""
-import importlib, json, sys, time, types
+import json, sys, time
+from kernelwright.tools.kbtime import stand_ins
 src, problem, build = sys.argv[1:4]
-for name, attrs in (("openai", ("OpenAI",)), ("litellm", ("completion",)),
-                    ("dotenv", ("load_dotenv",)), ("tqdm", ("tqdm",)), ("requests", ())):
-    try:
-        importlib.import_module(name)
-    except ImportError:  # its generation scripts' clients and helpers: the eval calls none
-        stub = types.ModuleType(name)
-        for attr in attrs:
-            setattr(stub, attr, (lambda *a, **k: None) if attr == "load_dotenv" else
-                    (lambda it=None, *a, **k: it) if attr == "tqdm" else None)
-        sys.modules[name] = stub
+stand_ins()  # its generation scripts' clients and helpers, where missing: the eval calls none
 sys.path.insert(0, src)
 t0 = time.perf_counter()
 from kernelbench.eval import eval_kernel_against_ref

@@ -8,9 +8,11 @@ charges compile's frame hooks to the candidate: see the adversarial control
 around one forward, L2 thrashed before each, 3 warm-ups and a first trial discarded, the
 mean of 100).
 
-Each is a protocol with two implementations: the live one, which will run in a sandboxed
-worker on the GPU and is not built yet (it raises NeedsGpu with one line), and a recorded one
-that answers from times given to it (tests, and replays of times measured elsewhere).
+Each is a protocol with two implementations: the live one, which runs the clone's own
+KernelBench (its `measure_ref_program_time` and `eval_kernel_against_ref`, imported at run time
+from the user's clone, never copied) in a sandboxed worker on the GPU (tools/kbtime.py), and a
+recorded one that answers from times given to it (tests, and replays of times measured
+elsewhere). Without a clone that has them, the live one raises NeedsGpu with one line.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from kernelwright.agent.formats import first_line
 from kernelwright.tools.errors import KernelwrightError
+from kernelwright.tools.kbtime import has_timing, kb_time
 from kernelwright.tools.kernelbench import KernelBenchCandidate, KernelBenchTask
 
 BASELINES = ("eager", "compile")
@@ -85,15 +89,58 @@ class Baselines(Protocol):
 
 
 class LiveBaselines:
-    """Eager and torch.compile timed in a sandboxed worker on this GPU: not built yet."""
+    """Eager and torch.compile (inductor, default mode) timed alike by the clone's own
+    `measure_ref_program_time` (CUDA events, L2 thrashed before each, the mean of 100), each in
+    a sandboxed worker of its own on this GPU."""
 
-    how = "live"
+    how = "KernelBench's measure_ref_program_time, in a worker"
+
+    def __init__(self, src: Path | None = None, timeout_s: float = 900.0) -> None:
+        self.src, self.timeout_s = src, timeout_s
 
     def time(self, task: KernelBenchTask) -> BaselineTimes:
-        raise NeedsGpu(
-            "torch.compile baseline: needs a GPU with torch and the baseline-timing worker, "
-            "which this build does not have yet (the eager baseline is the verifier's own)"
+        src = _timing_src(self.src, "torch.compile baseline")
+        eager, peak = _timed(src, "eager", task, "", self.timeout_s)
+        compiled, error, compile_peak = None, "", None
+        try:
+            compiled, compile_peak = _timed(src, "compile", task, "", self.timeout_s)
+        except KernelwrightError as exc:  # eager stands: the run reports it without compile's
+            error = first_line(str(exc))
+        peaks = [b for b in (peak, compile_peak) if b is not None]
+        return BaselineTimes(
+            eager=eager,
+            compile=compiled,
+            peak_bytes=max(peaks) if peaks else None,
+            how=self.how,
+            compile_error=error,
         )
+
+
+def _timing_src(src: Path | None, what: str) -> Path:
+    """The clone's src/ with KernelBench's timing in it, or NeedsGpu saying what is missing."""
+    if src is None or not has_timing(src):
+        where = f": {src} has no kernelbench/timing.py and eval.py" if src is not None else ""
+        raise NeedsGpu(
+            f"{what}: needs a GPU with torch and the clone's own KernelBench timing{where}; "
+            "not done"
+        )
+    return src
+
+
+def _timed(
+    src: Path, what: str, task: KernelBenchTask, candidate: str, timeout_s: float
+) -> tuple[TimingStats, int | None]:
+    stats, peak = kb_time(src, what, task.name, task.source, candidate, timeout_s=timeout_s)
+    return (
+        TimingStats(
+            mean_ms=stats["mean"],
+            std_ms=stats["std"],
+            min_ms=stats["min"],
+            max_ms=stats["max"],
+            num_trials=int(stats["num_trials"]),
+        ),
+        peak,
+    )
 
 
 class RecordedBaselines:
@@ -136,13 +183,18 @@ class Retimer(Protocol):
 
 
 class LiveRetimer:
-    """KernelBench's timing protocol in a sandboxed worker on this GPU: not built yet."""
+    """A final kernel re-timed as KernelBench's eval times it (`eval_kernel_against_ref`, after
+    its own correctness trials), and the eager Model as its baseline script does, each in a
+    sandboxed worker of its own: the speedup KernelBench's analysis would print."""
+
+    def __init__(self, src: Path | None = None, timeout_s: float = 900.0) -> None:
+        self.src, self.timeout_s = src, timeout_s
 
     def retime(self, task: KernelBenchTask, candidate: KernelBenchCandidate) -> Retimed:
-        raise NeedsGpu(
-            "--timing kernelbench: re-timing with KernelBench's protocol needs a GPU with torch "
-            "and its timing worker, which this build does not have yet; not done"
-        )
+        src = _timing_src(self.src, "--timing kernelbench")
+        kernel, _ = _timed(src, "kernel", task, candidate.source, self.timeout_s)
+        eager, _ = _timed(src, "eager", task, "", self.timeout_s)
+        return Retimed(eager=eager, kernel=kernel)
 
 
 class RecordedRetimer:

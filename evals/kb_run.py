@@ -210,10 +210,12 @@ class KbTools:
     device: DeviceInfo | None = None
     baselines_missing: str = ""  # NeedsGpu's line, once said
     retimer_missing: str = ""
+    kb: str = ""  # the clone, whose own KernelBench the live timers run
 
     def __post_init__(self) -> None:
-        self.baselines = self.baselines or LiveBaselines()
-        self.retimer = self.retimer or LiveRetimer()
+        src = Path(self.kb) / "src" if self.kb else None
+        self.baselines = self.baselines or LiveBaselines(src)
+        self.retimer = self.retimer or LiveRetimer(src)
 
 
 @dataclass

@@ -168,8 +168,10 @@ def _writable() -> list[str]:
 
 
 def _readable() -> list[str]:
+    """Shown read-only: a shared cache to copy from (`--seed-cache`), a KernelBench clone's
+    src/ whose timing a `--kb-time` worker runs (`--readable`)."""
     args = sys.argv[1:]
-    return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--seed-cache"]
+    return [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--seed-cache", "--readable")]
 
 
 def _compile_worker(proto_out: int, reader: FrameReader, notes: list[str]) -> None:
@@ -240,6 +242,8 @@ def main() -> None:
     once = len(args) >= 3 and args[1] == "--job"  # under ncu or compute-sanitizer: no channel
     compile_only = "--compile-only" in args
     build_only = "--build-extension" in args  # extbuild.py: torch builds one extension
+    kb_time = "--kb-time" in args  # kbtime.py: KernelBench's own timing, from a user's clone
+    build_only = build_only or kb_time  # neither times with our clock nor takes part in a check
     if not (once or compile_only or build_only):  # the workers that time
         steady_layout()
     if "--cpus" in args:
@@ -265,6 +269,12 @@ def main() -> None:
     try:
         if compile_only:
             _compile_worker(proto_out, FrameReader(proto_in), confined)
+            write_message(proto_out, {"type": "done"})
+            return
+        if kb_time:
+            from .kbtime import worker_main
+
+            worker_main(FrameReader(proto_in), proto_out)
             write_message(proto_out, {"type": "done"})
             return
         if build_only:

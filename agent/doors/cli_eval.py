@@ -418,6 +418,7 @@ def run_kernelbench_command(
         baselines=baseline_timer,
         retimer=retimer,
         device=device,
+        kb=state.kb,
     )
     try:
         with RichKbProgress(state, err) as progress:
