@@ -271,9 +271,10 @@ def main() -> None:
             _compile_worker(proto_out, FrameReader(proto_in), confined)
             write_message(proto_out, {"type": "done"})
             return
-        if kb_time:
+        if kb_time:  # runs a candidate's kernel: limited as a check's workers are
             from .kbtime import worker_main
 
+            _harden({}, confined)
             worker_main(FrameReader(proto_in), proto_out)
             write_message(proto_out, {"type": "done"})
             return

@@ -123,3 +123,30 @@ def test_without_the_clones_timing_the_live_timers_say_so_in_one_line(tmp_path: 
             timer.time(_task())
     with pytest.raises(NeedsGpu, match="--timing kernelbench"):
         LiveRetimer(tmp_path).retime(_task(), KernelBenchCandidate(path="f.py", source=KERNEL))
+
+
+LIMITS = """
+import resource, types
+from pathlib import Path
+
+def eval_kernel_against_ref(original_model_src, custom_model_src, **kw):
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    files, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert soft == 1 << 30 and files == 1024, (soft, files)
+    try:
+        Path("/etc/kw-kbtime-probe").write_text("x")  # outside its scratch: refused
+    except OSError:
+        pass
+    else:
+        raise AssertionError("wrote outside its scratch")
+    stats = {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0, "num_trials": 100}
+    return types.SimpleNamespace(compiled=True, correctness=True, runtime_stats=stats)
+"""
+
+
+def test_a_kernel_is_timed_under_a_check_workers_limits(src: Path) -> None:
+    """The kernel is a candidate's code: its worker has the file-size and open-file limits a
+    check's workers have, and cannot write outside its scratch."""
+    (src / "kernelbench" / "eval.py").write_text(LIMITS)
+    kernel, _ = kb_time(src, "kernel", "1_Stand_in", PROBLEM, KERNEL, timeout_s=60)
+    assert kernel["mean"] == 1.0
