@@ -149,7 +149,6 @@ def _measure(job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
     if what in ("eager", "compile"):
         from kernelbench import timing  # the clone's
 
-        device = _device()
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             stats = timing.measure_ref_program_time(
@@ -159,8 +158,7 @@ def _measure(job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
                 use_torch_compile=what == "compile",
                 torch_compile_backend="inductor",
                 torch_compile_options="default",
-                **({"device": device} if device is not None else {}),
-                verbose=False,
+                verbose=False,  # on its own default device, cuda:0: the worker's one GPU
             )
         sys.stdout.write(printed.getvalue())  # to the worker's log
         if stats is None:  # it printed why ("[Eval] Error in Measuring Performance: ...")
@@ -191,15 +189,6 @@ def _measure(job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
         if not stats:
             raise RuntimeError(f"KernelBench's eval timed nothing {meta}")
     return {k: stats.get(k) for k in STATS}, _peak()
-
-
-def _device() -> Any:
-    try:
-        import torch
-
-        return torch.device("cuda:0")
-    except ImportError:
-        return None
 
 
 def _peak() -> int | None:

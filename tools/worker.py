@@ -243,8 +243,8 @@ def main() -> None:
     compile_only = "--compile-only" in args
     build_only = "--build-extension" in args  # extbuild.py: torch builds one extension
     kb_time = "--kb-time" in args  # kbtime.py: KernelBench's own timing, from a user's clone
-    build_only = build_only or kb_time  # neither times with our clock nor takes part in a check
-    if not (once or compile_only or build_only):  # the workers that time
+    apart = once or compile_only or build_only or kb_time  # none of a check's timed workers
+    if not apart:  # the workers that time
         steady_layout()
     if "--cpus" in args:
         with contextlib.suppress(OSError, ValueError):
@@ -261,7 +261,7 @@ def main() -> None:
         confined = confine(_writable(), readable=_readable())
     steps("confine")
     early = None
-    if "--gpu-now" in args and not (once or compile_only or build_only):
+    if "--gpu-now" in args and not apart:
         early = _cuda_early()  # after confine: it ran with one thread and no CUDA context
     proto_in, proto_out = os.dup(0), os.dup(1)
     os.dup2(null, 0)

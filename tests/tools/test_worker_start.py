@@ -4,6 +4,7 @@ imports (those started for the check under way, never a spare)."""
 
 from __future__ import annotations
 
+import ast
 import math
 import subprocess
 import sys
@@ -56,7 +57,7 @@ print(repr(steps.ms))
 def test_a_worker_counts_its_start_from_its_interpreters_own() -> None:
     out = subprocess.run([sys.executable, "-c", STEPS], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    ms = eval(out.stdout)  # a dict of floats, as the worker prints it
+    ms = ast.literal_eval(out.stdout)  # a dict of floats, as the worker prints it
     assert set(ms) == {"interpreter", "imports", "cuda"} <= set(START_STEPS)
     assert 0 < ms["interpreter"] < 30_000  # this interpreter's start and its imports
     assert 45 <= ms["imports"] < 1_000
