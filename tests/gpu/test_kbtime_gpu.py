@@ -39,8 +39,9 @@ def test_the_problems_own_model_re_timed_by_kernelbench_reads_one() -> None:
     """The problem's Model as ModelNew, re-timed by KernelBench's eval and set against its
     eager baseline: about 1.00x (100 trials each, L2 thrashed before each)."""
     task = load_kernelbench_task(PROBLEM)
+    # a subclass, so the problem's own super(Model, self) still holds
     own = KernelBenchCandidate(
-        path="own.py", source=task.source.replace("class Model(", "class ModelNew(")
+        path="own.py", source=task.source + "\n\nclass ModelNew(Model):\n    pass\n"
     )
     retimed = LiveRetimer(CLONE / "src").retime(task, own)
     assert retimed.kernel.num_trials == 100 and retimed.eager.num_trials == 100
