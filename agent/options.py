@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING, Any
 from kernelwright.agent.settings import Settings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kernelwright.tools.backend import GpuBackend
-    from kernelwright.tools.verify import VerifyOptions
+    from kernelwright.tools.pool import Pool
+    from kernelwright.tools.verify_options import VerifyOptions
 
 
 def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
     """`overrides`: what a door sets for itself (a loop's `prestart=True`)."""
-    from kernelwright.tools.verify import VerifyOptions
+    from kernelwright.tools.verify_options import VerifyOptions
 
     fields: dict[str, Any] = {
         "backend": settings.compile_backend,
@@ -32,12 +35,35 @@ def verify_options(settings: Settings, **overrides: Any) -> VerifyOptions:
 
 
 def local_gpu(
-    settings: Settings, *, prestart: bool = True, progress: Callable[[str], None] | None = None
+    settings: Settings,
+    *,
+    prestart: bool = True,
+    progress: Callable[[str], None] | None = None,
+    pool: Pool | None = None,
 ) -> GpuBackend:
     """This machine's GPU with the verifier options the settings give; the caller closes it.
     `prestart`: start the next check's workers while this one runs (a loop's many checks; a
-    one-off check does without). `progress` hears each check's steps."""
+    one-off check does without). `progress` hears each check's steps. `pool`: head_start's,
+    made with the same settings and `prestart`."""
     from kernelwright.tools.backend import LocalGpu
 
     options = verify_options(settings, prestart=prestart)
-    return LocalGpu(options, settings.compile_backend, progress)
+    return LocalGpu(options, settings.compile_backend, progress, pool)
+
+
+def head_start(settings: Settings, task: Path, *, prestart: bool = False) -> Pool | None:
+    """The workers a first check of `task` takes, starting now, before the door imports the
+    verifier and loads the task: handed to local_gpu (with the same `prestart`), or closed by
+    the caller. The kind is told from the path (a .py is a KernelBench problem); a wrong guess
+    costs only idle workers, stopped with the pool. None where there is no GPU (its error then
+    comes where it always did, after any error in the task)."""
+    from kernelwright.tools import nvml, pool
+    from kernelwright.tools.errors import NoGpuError
+
+    try:
+        nvml.device_info()
+    except NoGpuError:
+        return None
+    made = pool.for_options(verify_options(settings, prestart=prestart))
+    made.head_start("kernelbench" if task.suffix == ".py" else "cuda")
+    return made

@@ -10,13 +10,16 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .profile import profile
 from .results import CheckReport, ProfileResult, SanitizeResult
 from .sanitize import sanitize
 from .task import Candidate, Task
 from .verify import Verifier, VerifyOptions
+
+if TYPE_CHECKING:
+    from .pool import Pool
 
 Recorded = CheckReport | ProfileResult | SanitizeResult
 
@@ -51,8 +54,10 @@ class LocalGpu:
         options: VerifyOptions | None = None,
         backend: str = "nvrtc",
         progress: Callable[[str], None] | None = None,
+        pool: Pool | None = None,
     ) -> None:
-        self.verifier = Verifier(options or VerifyOptions(prestart=True), progress)
+        """`pool`: one made for `options` whose first workers are already starting."""
+        self.verifier = Verifier(options or VerifyOptions(prestart=True), progress, pool)
         self.backend = backend
 
     def check(self, task: Task, candidate: Candidate) -> CheckReport:

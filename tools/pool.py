@@ -22,8 +22,13 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from . import fit
 from .sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from .verify_options import VerifyOptions
 
 WANTED = {
     "cuda": {"cuda": 2, "compile": 1},
@@ -104,6 +109,21 @@ def _cpu_list(text: str) -> set[int]:
     return out
 
 
+def for_options(o: VerifyOptions) -> Pool:
+    """The pool a Verifier with these options uses: its timing CPUs, and KernelBench's
+    processes a side (as many as asked, fewer where host memory is short)."""
+    pin = timing_cpus() if o.pin_cpus else set()
+    processes = fit.timing_processes(o.timing_processes, fit.host_available_bytes())
+    return Pool(
+        o.backend,
+        o.host_memory_bytes,
+        o.cache_dir,
+        pin,
+        o.start_timeout_s,
+        {"kernelbench": processes},
+    )
+
+
 class Pool:
     def __init__(
         self,
@@ -175,6 +195,18 @@ class Pool:
             pool = self._spares.setdefault(kind, [])
             while len(pool) < count * self.processes.get(task_kind, 1):
                 pool.append(self.new(kind, "spare", others or None).start())
+
+    def head_start(self, task_kind: str) -> None:
+        """The workers a first check of this kind takes, started now, as the door that asked
+        goes on loading (a one-off `kernelwright check` spent 0.8 s of its own start-up before
+        its first worker was asked for, an H100, twenty-second session). Each is what `take`
+        would start (for the check under way: unpinned, its CUDA context made beside its
+        imports) and is handed out by it; what the check does not take is stopped with the
+        pool. A door that has no GPU never calls this."""
+        for kind, count in WANTED[task_kind].items():
+            pool = self._spares.setdefault(kind, [])
+            while len(pool) < count * self.processes.get(task_kind, 1):
+                pool.append(self.new(kind, "spare", now=True).start())
 
     def release(self) -> None:
         """Let every spare onto the GPU (after a check's timing, or as it ends)."""

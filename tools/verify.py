@@ -30,7 +30,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,38 +37,15 @@ from . import cpp_check, extbuild, fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .compile import compile_reply
 from .errors import NoGpuError
-from .pool import Pool, controller_off, timing_cpus
+from .pool import Pool, controller_off, for_options
 from .protocol import START_STEPS, Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
 from .sandbox import Crew, Sandbox, WorkerFailure, cap
 from .task import Candidate, Task
 from .timing import flush_bytes
+from .verify_options import VerifyOptions
 
 Progress = Any
-
-
-@dataclass(frozen=True)
-class VerifyOptions:
-    backend: str = "nvrtc"
-    start_timeout_s: float = 120.0
-    compile_timeout_s: float = 60.0
-    python_compile_timeout_s: float = 600.0  # KernelBench glue may build with load_inline
-    run_timeout_s: float = 20.0
-    timing_budget_s: float = 0.6  # of rounds, CUDA tasks (KernelBench: 5x, its calls vary more)
-    min_trials: int = 5
-    host_memory_bytes: int = 16 << 30
-    cache_dir: str | None = None  # CuPy's kernel cache for harness kernels; None: per Verifier
-    build_cache_dir: str | None = None  # candidates' cubins (builds.py); None: per Verifier
-    prestart: bool = False  # start the next check's workers as soon as one check ends
-    pin_cpus: bool = True  # time both workers, in turn, on the same CPUs
-    # KernelBench: each side timed in this many processes of its own, in turns (schedule.py);
-    # fewer where the GPU's free memory would not hold them
-    timing_processes: int = 3
-    # large trials' outputs compared on the GPU, in the reference's worker (devcompare.py)
-    compare_on_gpu: bool = True
-    # a C++ task's built functions, outputs and times on the CPU; None: per Verifier
-    reference_cache_dir: str | None = None
-    reference_timeout_s: float = 600.0  # a C++ function's call (an O(N^3) one takes seconds)
 
 
 class OwnReference:
@@ -118,23 +94,23 @@ def _describe(sizes: dict[str, int]) -> str:
 
 
 class Verifier:
-    def __init__(self, options: VerifyOptions | None = None, progress: Progress = None) -> None:
+    def __init__(
+        self,
+        options: VerifyOptions | None = None,
+        progress: Progress = None,
+        pool: Pool | None = None,
+    ) -> None:
+        """`pool`: one made for these options (pool.for_options) whose workers a door started
+        early (Pool.head_start); else one is made here."""
         self.options = options or VerifyOptions()
         self.progress = progress or (lambda _msg: None)
         self._device: DeviceInfo | None = None
         self._timing_seed: int | None = None  # a KernelBench check's rounds' model seed
-        self._pin = timing_cpus() if self.options.pin_cpus else set()
         o = self.options
+        self.pool = pool or for_options(o)
+        self._pin = self.pool.pin
         # KernelBench's processes a side: as many as asked, fewer where host memory is short
-        self.processes = fit.timing_processes(o.timing_processes, fit.host_available_bytes())
-        self.pool = Pool(
-            o.backend,
-            o.host_memory_bytes,
-            o.cache_dir,
-            self._pin,
-            o.start_timeout_s,
-            {"kernelbench": self.processes},
-        )
+        self.processes = self.pool.processes.get("kernelbench", 1)
         self.builds = BuildCache(Path(o.build_cache_dir) if o.build_cache_dir else None)
         # KernelBench candidates' load_inline builds, beside the cubins (extbuild.py)
         self.extensions = extbuild.ExtensionCache(self.builds.root / "extensions")

@@ -118,25 +118,34 @@ def check(
     ] = False,
 ) -> None:
     """Verify and time CANDIDATE against TASK's reference (by default the reference itself)."""
-    from kernelwright.agent.doors import jobs
-    from kernelwright.tools.task import load_candidate, load_task, reference_candidate
+    from kernelwright.agent.options import head_start
 
     settings = load(compile_backend=backend.value if backend else None)
-    loaded = load_task(task)
-    cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
-    with err.status(f"checking {loaded.name}...") as status:
+    # one check: no spare workers started for a next one; its own workers start first, and
+    # import PyTorch or CuPy while this process imports the verifier and loads the task
+    head = head_start(settings, task, prestart=False)
+    try:
+        from kernelwright.agent.doors import jobs
+        from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 
-        def step(msg: str) -> None:
-            status.update(f"{loaded.name}: {msg}")
+        loaded = load_task(task)
+        cand = load_candidate(loaded, candidate) if candidate else reference_candidate(loaded)
+        with err.status(f"checking {loaded.name}...") as status:
 
-        # one check: no spare workers started for a next one
-        machine = jobs.Machine(settings, prestart=False, progress=step)
-        try:
-            report = jobs.check(
-                machine, loaded, cand, sanitize=sanitize, profile=profile, step=step
-            )
-        finally:
-            machine.close()
+            def step(msg: str) -> None:
+                status.update(f"{loaded.name}: {msg}")
+
+            machine = jobs.Machine(settings, prestart=False, progress=step, pool=head)
+            head = None  # the machine's now
+            try:
+                report = jobs.check(
+                    machine, loaded, cand, sanitize=sanitize, profile=profile, step=step
+                )
+            finally:
+                machine.close()
+    finally:
+        if head is not None:  # the task or candidate did not load: its workers stop
+            head.close()
     if report.sanitizer is not None and not report.sanitizer.available:
         err.print(f"[yellow]compute-sanitizer did not run: {escape(report.sanitizer.reason)}[/]")
     if as_json:

@@ -28,6 +28,7 @@ from kernelwright.tools.task import (
 if TYPE_CHECKING:  # the loop's context (LangGraph, the memory's Chroma) loads with `optimize`
     from kernelwright.agent.context import Progress
     from kernelwright.agent.tune import Tuning
+    from kernelwright.tools.pool import Pool
     from kernelwright.tools.spec import CudaCandidate, CudaTask
 
 
@@ -49,10 +50,13 @@ class Machine:
         stand_in_note: str = "",
         prestart: bool = True,
         progress: Callable[[str], None] | None = None,
+        pool: Pool | None = None,
     ) -> None:
         """`prestart` and `progress` are for the GPU made here: start the next check's workers
-        during a check (for doors that check again and again), and hear each check's steps."""
+        during a check (for doors that check again and again), and hear each check's steps.
+        `pool`: options.head_start's, for that GPU (closed with this machine)."""
         self.settings = settings
+        self._pool = pool
         self._gpu, self._model, self._arch = gpu, model, arch
         self._prestart, self._progress = prestart, progress
         self._own_gpu = gpu is None
@@ -66,7 +70,10 @@ class Machine:
 
             info = nvml.device_info()  # NoGpuError with the reason
             self._arch = self._arch or info.arch
-            self._gpu = local_gpu(self.settings, prestart=self._prestart, progress=self._progress)
+            self._gpu = local_gpu(
+                self.settings, prestart=self._prestart, progress=self._progress, pool=self._pool
+            )
+            self._pool = None  # the GPU's own now, closed with it
         return self._gpu
 
     def missing(self) -> list[str]:
@@ -130,6 +137,9 @@ class Machine:
     def close(self) -> None:
         if self._gpu is not None:
             self._gpu.close()
+        if self._pool is not None:  # started early, and no GPU was made to take it
+            self._pool.close()
+            self._pool = None
 
 
 # --- the jobs ---

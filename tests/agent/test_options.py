@@ -34,7 +34,10 @@ def test_optimize_and_the_doors_get_every_setting_check_gets(
     seen: list[Any] = []
 
     class Spy:
-        def __init__(self, options: Any, compile_backend: str, progress: Any = None) -> None:
+        def __init__(
+            self, options: Any, compile_backend: str, progress: Any = None, pool: Any = None
+        ) -> None:
+            assert pool is None  # made here, not handed in
             seen.append(options)
 
     monkeypatch.setattr(backend, "LocalGpu", Spy)
@@ -48,3 +51,18 @@ def test_optimize_and_the_doors_get_every_setting_check_gets(
     assert want.run_timeout_s == 7.0 and want.compile_timeout_s == 33.0
     assert want.timing_budget_s == 0.9 and want.host_memory_bytes == 3 << 30
     assert want.build_cache_dir == str(tmp_path / "cache" / "builds")
+    # the workers `kernelwright check` starts first are its verifier's: the same options
+    from kernelwright.agent.options import head_start
+    from kernelwright.tools import pool
+
+    made: list[Any] = []
+
+    class Early:
+        def head_start(self, kind: str) -> None:
+            made.append(kind)
+
+    monkeypatch.setattr(pool, "for_options", lambda o: made.append(o) or Early())
+    assert isinstance(head_start(settings, tmp_path / "19_ReLU.py"), Early)
+    assert isinstance(head_start(settings, tmp_path / "gelu.toml"), Early)
+    off = dataclasses.replace(want, prestart=False)
+    assert made == [off, "kernelbench", off, "cuda"]
