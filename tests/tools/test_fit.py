@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import random
+import time
+from typing import Any
+
+import pytest
 
 from kernelwright.tools import fit, plan
 from kernelwright.tools.spec import CudaTask
@@ -156,3 +160,65 @@ def test_the_controller_judges_a_kernelbench_checks_fit_from_its_references_sizi
     assert verifier._sized(_SizingBox(unknown), fit.kernelbench_needs, trials, True, {}) == ""  # type: ignore[arg-type]
     with pytest.raises(WorkerFailure, match="no sizes"):
         verifier._sized(_SizingBox({"type": "expected"}), fit.kernelbench_needs, trials, True, {})  # type: ignore[arg-type]
+
+
+GIB = 1 << 30
+
+
+def test_memory_that_ending_processes_hold_is_waited_for_before_a_check_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A KernelBench check that started right after its problem's baselines (their workers
+    killed, their memory not yet back) found 38.3 of 79 GiB free and was refused; NVML, read
+    by the controller, then says what came back."""
+    from kernelwright.tools import nvml, verify
+    from kernelwright.tools.sandbox import Expect
+
+    reads = iter([20 * GIB, 30 * GIB, 50 * GIB])
+    monkeypatch.setattr(nvml, "free_bytes", lambda pci=None: next(reads))
+    monkeypatch.setattr(verify.time, "sleep", lambda s: None)
+    assert verify.released(40 * GIB, None) == 50 * GIB  # read until there was room
+
+    class Box:
+        def __init__(self, free: int) -> None:
+            self.free = free
+
+        def receive(self, timeout_s: float, phase: str, expect: Expect) -> tuple[Any, list[Any]]:
+            return {"type": "sized", "trials": [], "gpu_free_bytes": self.free,
+                    "gpu_total_bytes": 79 * GIB}, []  # fmt: skip
+
+    need = fit.Needs(gpu_bytes=39 * GIB, worker_host_bytes=0, controller_bytes=0, at="n=121")
+    verifier = verify.Verifier(verify.VerifyOptions(pin_cpus=False))
+    try:
+        asked: list[int] = []
+
+        def freed(n: int, pci: str | None) -> int:
+            asked.append(n)
+            return 60 * GIB
+
+        monkeypatch.setattr(verify, "released", freed)
+        sizing: dict[str, int] = {}
+        sizer = lambda *a: need  # noqa: E731
+        assert verifier._sized(Box(38 * GIB), sizer, [], True, sizing) == ""  # type: ignore[arg-type]
+        assert asked == [39 * GIB] and sizing["gpu_free_at_start_bytes"] == 60 * GIB
+        # never freed: refused, with what was free at best
+        monkeypatch.setattr(verify, "released", lambda n, pci: 0)
+        why = verifier._sized(Box(38 * GIB), sizer, [], True, {})  # type: ignore[arg-type]
+        assert why.startswith("does not fit:") and "38.0 GiB free" in why
+        # more than the whole GPU: nothing to wait for
+        asked.clear()
+        monkeypatch.setattr(verify, "released", freed)
+        big = fit.Needs(gpu_bytes=90 * GIB, worker_host_bytes=0, controller_bytes=0, at="n=9")
+        why = verifier._sized(Box(78 * GIB), lambda *a: big, [], True, {})  # type: ignore[arg-type]
+        assert why.startswith("does not fit:") and asked == []
+    finally:
+        verifier.close()
+
+
+def test_waiting_for_memory_ends_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelwright.tools import nvml, verify
+
+    monkeypatch.setattr(nvml, "free_bytes", lambda pci=None: 10 * GIB)
+    t0 = time.monotonic()
+    assert verify.released(40 * GIB, None, wait_s=0.3) == 10 * GIB
+    assert 0.3 <= time.monotonic() - t0 < 2.0
