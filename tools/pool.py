@@ -191,10 +191,7 @@ class Pool:
         others = self.others
         if early and not others:
             return
-        for kind, count in WANTED[task_kind].items():
-            pool = self._spares.setdefault(kind, [])
-            while len(pool) < count * self.processes.get(task_kind, 1):
-                pool.append(self.new(kind, "spare", others or None).start())
+        self._fill(task_kind, others or None, now=False)
 
     def head_start(self, task_kind: str) -> None:
         """The workers a first check of this kind takes, started now, as the door that asked
@@ -203,10 +200,14 @@ class Pool:
         would start (for the check under way: unpinned, its CUDA context made beside its
         imports) and is handed out by it; what the check does not take is stopped with the
         pool. A door that has no GPU never calls this."""
+        self._fill(task_kind, None, now=True)
+
+    def _fill(self, task_kind: str, cpus: set[int] | None, now: bool) -> None:
+        """Started, up to what a check of this kind takes of each worker kind."""
         for kind, count in WANTED[task_kind].items():
             pool = self._spares.setdefault(kind, [])
             while len(pool) < count * self.processes.get(task_kind, 1):
-                pool.append(self.new(kind, "spare", now=True).start())
+                pool.append(self.new(kind, "spare", cpus, now=now).start())
 
     def release(self) -> None:
         """Let every spare onto the GPU (after a check's timing, or as it ends)."""

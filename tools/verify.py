@@ -100,8 +100,8 @@ def released(need_bytes: int, pci_bus_id: str | None, wait_s: float | None = Non
     """The GPU's free memory as the driver counts it (NVML, read here), read again until it
     reaches `need_bytes` or `wait_s` (RELEASE_WAIT_S) has passed: the most seen, 0 where NVML
     cannot say. A killed worker's memory, or that of the helpers a baseline timer's
-    torch.compile started, comes back some time after its process was reaped: a 36 GiB
-    KernelBench check (1/36, a held-out size) that started after its problem's baselines
+    torch.compile started, comes back some time after its process was reaped: a KernelBench
+    check that needed 38.9 GiB (1/36 at a held-out size) started after its problem's baselines,
     found 38.3 of the H100's 79 GiB free and was refused (twenty-second session)."""
     deadline = time.monotonic() + (RELEASE_WAIT_S if wait_s is None else wait_s)
     best = 0

@@ -219,7 +219,7 @@ def test_the_pool_keeps_spares_for_every_process_of_a_side(
             pass
 
     pool = pool_module.Pool("nvrtc", 1 << 30, None, set(), 10.0, {"kernelbench": 3})
-    monkeypatch.setattr(pool, "new", lambda kind, label, cpus=None: Spare(kind))
+    monkeypatch.setattr(pool, "new", lambda kind, label, cpus=None, now=False: Spare(kind))
     pool.prestart("kernelbench")
     assert sorted(started) == ["torch-cand"] * 3 + ["torch-ref"] * 3
     started.clear()
