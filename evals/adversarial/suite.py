@@ -9,9 +9,13 @@ A case's first two lines say what it is and what the verifier must answer:
 (`#` for a KernelBench `.py`). The words in parentheses must appear in the reason; for a
 `correct` case they give the speedup it must read (`speedup 0.98-1.02`, `speedup >= 2`). A
 case outside the controls may expect `correct` only with a speedup it may not exceed: an attack
-the verifier makes harmless must gain nothing. An optional third line `// with: sanitize` runs
-compute-sanitizer after a correct verdict, as `kernelwright check --sanitize` does. A `.toml`
-beside a `.cu` holds its launch, as for any candidate. Tasks are the examples' directories.
+the verifier makes harmless must gain nothing. Where what an honest candidate reads depends on
+the machine more than any fixed band allows (a drop-in's end-to-end time against a C++ function
+on one core: the host's copies against one core's memory bandwidth), the bound is its honest
+twin's, checked on the same machine just before it: `speedup <= 1.25x controls/cpp_host`.
+An optional third line `// with: sanitize` runs compute-sanitizer after a correct verdict, as
+`kernelwright check --sanitize` does. A `.toml` beside a `.cu` holds its launch, as for any
+candidate. Tasks are the examples' directories.
 Every reason must fit the cap on what a worker can make the controller print.
 """
 
@@ -48,6 +52,8 @@ _TASK = re.compile(r"^(?://|#)\s*task:\s*(?P<task>\S+)\s*$")
 _WITH = re.compile(r"^(?://|#)\s*with:\s*sanitize\s*$")
 _RANGE = re.compile(r"^speedup\s+(?P<lo>[\d.]+)\s*-\s*(?P<hi>[\d.]+)$")
 _AT_LEAST = re.compile(r"^speedup\s*>=\s*(?P<lo>[\d.]+)$")
+# at most a factor of what the named control reads on the same machine, just before
+_TWIN = re.compile(r"^speedup\s*<=\s*(?P<hi>[\d.]+)\s*x\s+(?P<twin>controls/[\w-]+)$")
 
 
 @dataclass(frozen=True)
@@ -73,18 +79,35 @@ class Case:
     def answers(self) -> tuple[tuple[str, str], ...]:
         return ((self.verdict, self.detail), *self.otherwise)
 
-    def judge(self, verdict: str, reason: str, speedup: float | None) -> str:
-        """Why the verifier's answer is not what this case expects ("" when it is)."""
+    @property
+    def twin(self) -> str:
+        """The control whose speedup on the same machine bounds this case's ("" if none)."""
+        return next((t for v, d in self.answers if v == "correct" and (t := twin_of(d)[1])), "")
+
+    def judge(
+        self, verdict: str, reason: str, speedup: float | None, twin: float | None = None
+    ) -> str:
+        """Why the verifier's answer is not what this case expects ("" when it is); `twin`:
+        the speedup its twin read just before, where it names one."""
         details = [d for v, d in self.answers if v == verdict]
         if not details:
             return f"expected {' or '.join(v for v, _ in self.answers)}, got {verdict}"
-        problems = [_missed(verdict, d, reason, speedup) for d in details]
+        problems = [_missed(verdict, d, reason, speedup, twin) for d in details]
         return "" if "" in problems else problems[0]
 
 
-def _missed(verdict: str, detail: str, reason: str, speedup: float | None) -> str:
+def _missed(
+    verdict: str, detail: str, reason: str, speedup: float | None, twin: float | None = None
+) -> str:
     """Why an answer of this verdict misses this detail ("" when it does not)."""
     if verdict == "correct" and detail:
+        factor, name = twin_of(detail)
+        if name:
+            if twin is None:
+                return f"its twin {name} read no speedup on this machine to hold it to"
+            if speedup is None or not speedup <= factor * twin:
+                return f"speedup {speedup} above {factor}x its twin's {twin:.3f} ({name})"
+            return ""
         lo, hi = speedup_bounds(detail)
         if speedup is None or not lo <= speedup <= hi:
             return f"speedup {speedup} outside {detail}"
@@ -93,12 +116,26 @@ def _missed(verdict: str, detail: str, reason: str, speedup: float | None) -> st
     return ""
 
 
+def twin_of(detail: str) -> tuple[float, str]:
+    """(factor, control) of a bound by a twin's speedup ("speedup <= 1.25x controls/NAME"), or
+    (0, "")."""
+    m = _TWIN.match(detail.strip())
+    return (float(m["hi"]), m["twin"]) if m else (0.0, "")
+
+
 def speedup_bounds(detail: str) -> tuple[float, float]:
+    """(lo, hi) of a fixed bound; for a twin's, (0, its factor): the most it may read against
+    what its twin reads."""
     if m := _RANGE.match(detail.strip()):
         return float(m["lo"]), float(m["hi"])
     if m := _AT_LEAST.match(detail.strip()):
         return float(m["lo"]), float("inf")
-    raise ValueError(f"speedup bound {detail!r}: write 'speedup LO-HI' or 'speedup >= LO'")
+    if m := _TWIN.match(detail.strip()):
+        return 0.0, float(m["hi"])
+    raise ValueError(
+        f"speedup bound {detail!r}: write 'speedup LO-HI', 'speedup >= LO' or "
+        "'speedup <= Fx controls/NAME'"
+    )
 
 
 def cases_dir() -> Path:
@@ -158,9 +195,22 @@ def load_cases(root: Path | None = None, only: str | None = None) -> list[Case]:
         (parse_case(p) for p in paths),
         key=lambda c: (FAMILIES.index(c.family), c.name),
     )
+    names = {c.name for c in cases if c.family == "controls"}
+    for c in cases:
+        if c.twin and c.twin not in names:
+            raise ValueError(f"{c.path}: its twin {c.twin} is not a control of the suite")
     if only:
         cases = [c for c in cases if fnmatch.fnmatch(c.name, only) or only in c.name]
     return cases
+
+
+def twin_case(case: Case) -> Case | None:
+    """The control `case` is held to, from the same cases folder (None if it names none)."""
+    if not case.twin:
+        return None
+    root = case.path.parent.parent
+    path = next(p for p in sorted(root.glob(f"{case.twin}.*")) if p.suffix in (".cu", ".py"))
+    return parse_case(path)
 
 
 @dataclass(frozen=True)
@@ -218,7 +268,11 @@ def suite_options(**overrides: Any) -> VerifyOptions:
 
 
 def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> CaseResult:
-    """Check one case with a fresh worker; what it left running is killed and counts against it."""
+    """Check one case with a fresh worker; what it left running is killed and counts against it.
+    A case held to a twin's speedup has its twin checked first, on the same machine."""
+    twin: CaseResult | None = None
+    if (control := twin_case(case)) is not None:
+        twin = run_case(verifier, control, examples)
     start = time.perf_counter()
     speedup, unexplained, charged = None, None, 0.0
     figures: dict[str, Any] | None = None
@@ -245,7 +299,15 @@ def run_case(verifier: Verifier, case: Case, examples: Path | None = None) -> Ca
                 verdict, reason = "error", f"compute-sanitizer did not run: {found.reason}"
     except TaskError as exc:
         verdict, reason = "refused", str(exc)
-    problem = case.judge(verdict, reason, speedup)
+    twin_speedup = twin.speedup if twin is not None and twin.verdict == "correct" else None
+    if twin is not None:
+        figures = (figures or {}) | {
+            "twin": twin.case.name,
+            "twin_verdict": twin.verdict,
+            "twin_speedup": twin_speedup,
+            "twin_wall_s": round(twin.wall_s, 2),
+        }
+    problem = case.judge(verdict, reason, speedup, twin_speedup)
     if len(reason) > REASON_CHARS:
         problem = problem or f"a reason of {len(reason):,} characters, over the cap"
     if report_bytes > REPORT_BYTES:

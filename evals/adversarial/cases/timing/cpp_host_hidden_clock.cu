@@ -1,4 +1,4 @@
-// expect: correct (speedup 0-1.3) — a drop-in that rewrites, with a macro, the clock of a wrapper in the same translation unit: the wrapper is a unit of its own
+// expect: correct (speedup <= 1.25x controls/cpp_host) — a drop-in that rewrites, with a macro, the clock of a wrapper in the same translation unit: the wrapper is a unit of its own
 // task: cpp/gemv
 // kernelwright: drop-in host function for gemv() from gemv.cpp, with the same signature.
 // It allocates device memory, copies the arguments in, launches the verified kernel below,
@@ -101,4 +101,7 @@ void gemv(const std::vector<double>& A, const std::vector<double>& x, std::vecto
 // translation unit, until the fifteenth session: this function-like macro turned its
 // std::chrono ...count() into zero. The wrapper is now a translation unit of its own, linked
 // with the drop-in, and the macro reaches nothing: the drop-in is the honest control's.
+// Its end-to-end speedup against the C++ function on one core read 1.03x to 1.47x on seven
+// machines (the host's copies against one core's memory bandwidth): it is held to the honest
+// control's reading on the same machine, checked just before it, not to a fixed band.
 #define count() count() * 0.0
