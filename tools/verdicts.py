@@ -49,6 +49,8 @@ def charge_us(unexplained: float, python: bool) -> float:
 
 
 CLOCK_SLACK = 0.02  # a speedup past the clock's bound by more than this is held to it
+# With at least this many batches, the clock's sum leaves out the one it saw slowest.
+CLOCK_TRIM_BATCHES = 8
 
 
 def clock_bound(walls: Sequence[tuple[float, float, float, float, int]]) -> float | None:
@@ -59,7 +61,21 @@ def clock_bound(walls: Sequence[tuple[float, float, float, float, int]]) -> floa
     both blind to a forger lying in fewer than half its batches, and a forger lying in a
     random 40% of them was read 1.67x on an H100 (the suite's kb_forge_some_batches): the
     clock's sum over every batch counts each lie, wherever it falls. None where there is
-    nothing to go on."""
+    nothing to go on.
+
+    From CLOCK_TRIM_BATCHES batches on, the one batch whose calls the clock saw slowest
+    against the reference's samples is left out: one hiccup of the host held an honest
+    1.009x to 0.919x (KernelBench 1/87 on an H100, one batch of 32 running 2.2 ms long).
+    Leaving it out lets no lie through: the sum is the controller's clock alone, which the
+    candidate's samples never enter (nor choose the batch left out), and one batch's calls
+    are a 1/n share of the sum, so the most a genuinely slow batch left out can lift the
+    bound is that share."""
+    if len(walls) >= CLOCK_TRIM_BATCHES:
+        slowest = max(
+            range(len(walls)),
+            key=lambda i: (walls[i][0] - walls[i][2] + walls[i][3]) / max(walls[i][3], 1e-9),
+        )
+        walls = [w for i, w in enumerate(walls) if i != slowest]
     calls = sum(n for *_, n in walls)
     ref_ms = sum(rs for _, _, _, rs, _ in walls)
     cand_ms = sum(cw - (rw - rs) for cw, _, rw, rs, _ in walls)
