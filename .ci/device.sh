@@ -67,7 +67,10 @@ case "${1:-}" in
     "$@" ;;
   tests)
     shift
-    python3 -m pytest -q -m gpu "${@:-tests/gpu}" --ignore tests/gpu/test_adversarial_gpu.py \
+    # unbuffered, and each failure's report written as it happens (tests/conftest.py): a call
+    # its time limit cuts short keeps what ran and why a test failed
+    PYTHONUNBUFFERED=1 KW_FAILURES="$out/failures.log" \
+      python3 -m pytest -q -m gpu "${@:-tests/gpu}" --ignore tests/gpu/test_adversarial_gpu.py \
       -p no:cacheprovider 2>&1 | tee "$out/tests.log" | tail -15 ;;
   suite)
     case "${2:-}" in

@@ -3,6 +3,7 @@ each run off unless a test turns it on; a hand-written candidate's launch as a m
 
 from __future__ import annotations
 
+import os
 import shutil
 import tomllib
 from collections.abc import Iterator
@@ -100,3 +101,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU"))
         if "ncu" in item.keywords and not (HAS_GPU and HAS_NCU):
             item.add_marker(pytest.mark.skip(reason="needs Nsight Compute and a GPU"))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With KW_FAILURES set (the GPU machine's calls: .ci/device.sh), each failure's report is
+    appended to that file as it happens: a call cut short by its time limit keeps why a test
+    failed, which pytest prints only at the end of the session."""
+    path = os.environ.get("KW_FAILURES")
+    if path and report.failed:
+        with open(path, "a") as f:
+            f.write(f"== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
