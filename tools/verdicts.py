@@ -70,15 +70,13 @@ def clock_bound(walls: Sequence[tuple[float, float, float, float, int]]) -> floa
     candidate's samples never enter (nor choose the batch left out), and one batch's calls
     are a 1/n share of the sum, so the most a genuinely slow batch left out can lift the
     bound is that share."""
-    if len(walls) >= CLOCK_TRIM_BATCHES:
-        slowest = max(
-            range(len(walls)),
-            key=lambda i: (walls[i][0] - walls[i][2] + walls[i][3]) / max(walls[i][3], 1e-9),
-        )
-        walls = [w for i, w in enumerate(walls) if i != slowest]
-    calls = sum(n for *_, n in walls)
-    ref_ms = sum(rs for _, _, _, rs, _ in walls)
-    cand_ms = sum(cw - (rw - rs) for cw, _, rw, rs, _ in walls)
+    # per batch: the candidate's time by the clock, the reference's by its samples, calls
+    batches = [(cw - (rw - rs), rs, n) for cw, _, rw, rs, n in walls]
+    if len(batches) >= CLOCK_TRIM_BATCHES:
+        batches.remove(max(batches, key=lambda b: b[0] / max(b[1], 1e-9)))
+    calls = sum(n for *_, n in batches)
+    ref_ms = sum(rs for _, rs, _ in batches)
+    cand_ms = sum(c for c, _, _ in batches)
     if calls <= 0 or ref_ms <= 0:
         return None
     per_call = cand_ms / calls - ALLOW_CALL_US / 1e3

@@ -138,14 +138,20 @@ def test_a_verdict_is_judged_as_the_case_expects() -> None:
     assert _case("correct", "speedup >= 2").judge("correct", "", 6.3) == ""
 
 
+def _write_case(path: Path, header: str) -> Path:
+    """A case file of `header` alone, in its family's folder (made if need be)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header)
+    return path
+
+
 def test_a_case_with_two_safe_answers_takes_either_and_nothing_else(tmp_path: Path) -> None:
     """A randomised forger is caught in some runs and held to its honest speed in the others:
     either answer is safe; a credited speedup, or any third verdict, is still a miss."""
-    path = tmp_path / "harness" / "forger.py"
-    path.parent.mkdir()
-    path.write_text(
+    path = _write_case(
+        tmp_path / "harness" / "forger.py",
         "# expect: correct (speedup 0-1.15) or implausible (samples explain) — lies at times\n"
-        "# task: kernelbench/relu_mlp.py\n"
+        "# task: kernelbench/relu_mlp.py\n",
     )
     case = parse_case(path)
     assert case.answers == (("correct", "speedup 0-1.15"), ("implausible", "samples explain"))
@@ -167,13 +173,13 @@ def test_a_case_held_to_its_twin_reads_no_more_than_a_factor_of_the_twins_speedu
     """An honest drop-in's end-to-end speedup depends on the machine (1.03x to 1.47x across
     seven H100 machines for the same file): a case held to its twin is judged against what the
     twin read on the same machine, not against a fixed band."""
-    path = tmp_path / "timing" / "macro.cu"
-    path.parent.mkdir()
-    path.write_text(
-        "// expect: correct (speedup <= 1.25x controls/cpp_host) — a harmless macro\n"
-        "// task: cpp/gemv\n"
+    case = parse_case(
+        _write_case(
+            tmp_path / "timing" / "macro.cu",
+            "// expect: correct (speedup <= 1.25x controls/cpp_host) — a harmless macro\n"
+            "// task: cpp/gemv\n",
+        )
     )
-    case = parse_case(path)
     assert case.twin == "controls/cpp_host" and speedup_bounds(case.detail) == (0.0, 1.25)
     assert case.judge("correct", "7 trials", 1.47, twin=1.40) == ""  # both fast here
     assert case.judge("correct", "7 trials", 1.02, twin=0.92) == ""
@@ -195,8 +201,7 @@ def test_the_suites_twins_are_its_controls_and_a_missing_one_is_refused(tmp_path
         ("controls", "// expect: correct (speedup >= 0.05) — honest\n// task: gelu\n"),
         ("timing", "// expect: correct (speedup <= 1.2x controls/nope) — held\n// task: gelu\n"),
     ]:
-        (tmp_path / family).mkdir()
-        (tmp_path / family / "x.cu").write_text(text)
+        _write_case(tmp_path / family / "x.cu", text)
     with pytest.raises(ValueError, match="its twin controls/nope is not a control"):
         load_cases(tmp_path)
 

@@ -233,6 +233,23 @@ def test_the_figures_are_written_after_each_problem(
     assert len(json.loads(out.read_text())["rows"]) == 3
 
 
+def _progress_line(
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    report: dict[str, Any],
+) -> str:
+    """Problem 1/1's progress line, its check a correct 1.0x in 5 s with `report`'s fields."""
+
+    def check(problem: Any, timeout_s: float) -> dict[str, Any]:
+        return {"verdict": "correct", "speedup": 1.0, "wall_s": 5.0, **report}
+
+    monkeypatch.setattr(bench, "our_check", check)
+    argv = ["--kb", str(root), "--problems", "1/1", "--no-theirs", "--no-examples", "--no-builds"]
+    assert bench.main(argv) == 0
+    return next(x for x in capsys.readouterr().out.splitlines() if x.startswith("[1/1]"))
+
+
 def test_a_progress_line_says_where_the_timing_went(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -242,13 +259,7 @@ def test_a_progress_line_says_where_the_timing_went(
     facts = {"processes": 3, "rounds": 288, "calls_per_round": 1, "call_wall_ms": 10.2,
              "warmup_ms": 1400.0, "rounds_ms": 2900.0}  # fmt: skip
 
-    def check(problem: Any, timeout_s: float) -> dict[str, Any]:
-        return {"verdict": "correct", "speedup": 1.0, "wall_s": 5.0, "timing": facts}
-
-    monkeypatch.setattr(bench, "our_check", check)
-    argv = ["--kb", str(root), "--problems", "1/1", "--no-theirs", "--no-examples", "--no-builds"]
-    assert bench.main(argv) == 0
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("[1/1]"))
+    line = _progress_line(root, monkeypatch, capsys, {"timing": facts})
     assert line.endswith(
         "[timing: 3 processes a side; 288 calls a side, 1 a round; 10.2 ms a call; "
         "warm-up 1.4 s; rounds 2.9 s]"
@@ -267,13 +278,7 @@ def test_a_progress_line_says_where_the_reference_workers_start_went(
         "candidate": {"imports": 2.9},
     }
 
-    def check(problem: Any, timeout_s: float) -> dict[str, Any]:
-        return {"verdict": "correct", "speedup": 1.0, "wall_s": 5.0, "worker_start_s": starts}
-
-    monkeypatch.setattr(bench, "our_check", check)
-    argv = ["--kb", str(root), "--problems", "1/1", "--no-theirs", "--no-examples", "--no-builds"]
-    assert bench.main(argv) == 0
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("[1/1]"))
+    line = _progress_line(root, monkeypatch, capsys, {"worker_start_s": starts})
     assert line.endswith("[reference's start: interpreter 0.1, imports 2.7, cuda 0.3]")
     assert bench.start_line({}) == "" and bench.start_line({"candidate": {"cuda": 1.0}}) == ""
 
