@@ -90,6 +90,8 @@ def test_fma_is_rounded_once(replica: ctypes.CDLL) -> None:
         ("uniform", "float64"),
         ("positive", "float64"),
         ("uniform:-1e4:1e4", "float64"),
+        ("uniform:0.1:0.7", "float64"),  # no exact integer form: the fma's emulation
+        ("uniform:-1e300:1e300", "float64"),  # split without overflow
         ("randint:-100:100", "int32"),
         ("randint:0:2", "uint8"),
         ("uniform", "int64"),
@@ -112,6 +114,30 @@ def test_inputs_are_the_gpu_generators_bits(replica: ctypes.CDLL, init: str, dty
     got = cpp_inputs.generate(dtype, (n,), seed, init)
     assert got.dtype == np.dtype(dtype)
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [(-1.0, 1.0), (0.5, 2.0), (-100.0, 100.0), (-1000.0, 1000.0), (0.0, 256.0), (-1e4, 1e4),
+     (-0.375, 5.5), (3.0, 3.0), (-2.0**40, 2.0**40), (1e-9, 1.0)],
+)  # fmt: skip
+def test_integer_way_is_the_fused_multiply_add(a: float, b: float) -> None:
+    """The bounds in use take the exact integer way, and it gives the emulated fma's bits,
+    including at the ends of the range (m = 0 and m = 2**53 - 1)."""
+    fixed = cpp_inputs._fixed_point(b - a, a)
+    if (a, b) != (1e-9, 1.0):
+        assert fixed is not None
+    n = 100_000
+    i = np.arange(n, dtype=np.uint64)
+    m = cpp_inputs._mantissas(99, i)
+    m[:2] = (0, (1 << 53) - 1)
+    u = m.astype(np.float64) * 2.0**-53
+    want = cpp_inputs.fma(np.full(n, b - a), u, np.full(n, a))
+    if fixed is None:
+        return
+    k1, k2, shift = fixed
+    got = (m.view(np.int64) * np.int64(k1) + np.int64(k2)).astype(np.float64) * 2.0**-shift
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
 def test_generation_in_blocks_matches_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
