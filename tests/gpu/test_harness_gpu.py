@@ -70,6 +70,9 @@ def test_the_generator_is_deterministic_and_draws_its_distribution(
     [
         ("float32", "uniform"),
         ("float64", "uniform:-100:100"),
+        ("float64", "uniform:-1000:1000"),
+        ("float64", "uniform:0.1:0.7"),  # the fma's emulation, not the exact integer way
+        ("float64", "uniform:-1e300:1e300"),
         ("float16", "positive"),
         ("int32", "randint:0:10"),
         ("int64", "uniform"),
