@@ -233,6 +233,32 @@ def test_the_figures_are_written_after_each_problem(
     assert len(json.loads(out.read_text())["rows"]) == 3
 
 
+def test_our_row_is_kept_and_shown_before_kernelbenchs_harness_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KernelBench's harness takes 84 to 110 s a problem: a run cut short in it (here, the
+    harness interrupted) has already written and printed our check of that problem."""
+    import json
+
+    root = _clone(tmp_path)
+    out = tmp_path / "figures.json"
+    monkeypatch.setattr(
+        bench, "our_check", lambda p, t: {"verdict": "correct", "speedup": 1.004, "wall_s": 9.5}
+    )
+
+    def theirs(*args: Any) -> dict[str, Any]:
+        raise KeyboardInterrupt  # the call's time limit, in KernelBench's harness
+
+    monkeypatch.setattr(bench, "their_eval", theirs)
+    argv = ["--kb", str(root), "--problems", "1/26", "--no-examples", "--no-builds"]
+    with pytest.raises(KeyboardInterrupt):
+        bench.main([*argv, "--json", str(out)])
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["problem"] == "1/26_GELU_" and row["ours"]["speedup"] == 1.004
+    assert row["theirs"] == {}
+    assert "[1/1] 1/26_GELU_: ours correct 1.004x in 9.5 s" in capsys.readouterr().out
+
+
 def _progress_line(
     root: Path,
     monkeypatch: pytest.MonkeyPatch,
