@@ -68,6 +68,7 @@ POW2_TYPES = ("fft",)
 class Converted:
     name: str
     toml: Path
+    type: str = ""  # ParEval's problem type: transform, reduce, graph, ...
 
 
 @dataclass(frozen=True)
@@ -759,6 +760,6 @@ def convert(root: Path, out_dir: Path) -> Report:
         except Unsupported as exc:
             report.skipped.append(Skipped(problem.name, str(exc)))
             continue
-        report.converted.append(Converted(problem.name, toml))
+        report.converted.append(Converted(problem.name, toml, problem.type))
     report.skipped.sort(key=lambda s: s.name)
     return report

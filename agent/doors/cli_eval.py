@@ -1,11 +1,14 @@
 """`kernelwright eval ...`: the evaluation suites. `eval adversarial` runs the cheating and broken
 candidates the verifier must reject, and the controls it must pass, and prints what it said.
 `eval kernelbench` runs the loop (or replays ModelNew files) on the problems of a KernelBench
-clone and scores them as KernelBench does, against eager and torch.compile."""
+clone and scores them as KernelBench does, against eager and torch.compile. `eval pareval`
+imports a ParEval clone's problems as cpp tasks, runs them as a batch and prints ParEval's
+build@1, pass@1 and speedup@1 per problem type."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from enum import StrEnum
 from pathlib import Path
@@ -571,3 +574,136 @@ class RichKbProgress:
 
     def note(self, text: str) -> None:
         self.console.print(f"[yellow]note:[/] {escape(text)}", highlight=False, soft_wrap=True)
+
+
+@eval_app.command()
+def pareval(
+    path: Annotated[Path, typer.Argument(help="A clone of ParEval (its root directory).")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where the tasks, the runs and the results go.")
+    ] = Path("kernelwright-pareval"),
+    problems: Annotated[
+        str | None,
+        typer.Option(help="Only these problems, by name: 00_transform_scale_from,..."),
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(min=1, help="Kernels per problem at most (default 10, the batch's)."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the interrupted run in --out.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print pareval.json to stdout.")] = False,
+    model: ModelFlag = None,
+    minutes: Minutes = 60.0,
+    plateau: Plateau = 4,
+    no_memory: NoMemory = False,
+) -> None:
+    """Run the loop on each ParEval problem that converts into a cpp task and score it as
+    ParEval does.
+
+    Imports the clone's serial problems (as `kernelwright import pareval`) into --out/problems,
+    runs them as a batch into --out/batch (report, runs, --resume), and prints ParEval's
+    figures per problem type: build@1 and pass@1 over the kernels the loop checked, speedup@1
+    over the correct ones against the C++ function on one core, and the run's own result
+    (pass@n, speedup@n: each problem's best). Writes pareval.json and pareval.md to --out."""
+    from kernelwright.agent.doors.batch_records import BatchState
+
+    given = {"minutes": minutes, "plateau": plateau, "memory": not no_memory}
+    loop = {k: v for k, v in given.items() if v != BatchState.model_fields[k].default}
+    names = [n.strip() for n in problems.split(",") if n.strip()] if problems else None
+    code = run_pareval_command(
+        path,
+        out_dir,
+        names=names,
+        budget=budget,
+        resume=resume,
+        as_json=as_json,
+        model_name=model,
+        loop=loop,
+    )
+    raise typer.Exit(code)
+
+
+def run_pareval_command(
+    clone: Path,
+    out_dir: Path,
+    *,
+    names: list[str] | None = None,
+    budget: int | None = None,
+    resume: bool = False,
+    as_json: bool = False,
+    model_name: str | None = None,
+    loop: dict[str, Any] | None = None,
+    model: ChatModel | None = None,
+    gpu: GpuBackend | None = None,
+    device: DeviceInfo | None = None,
+) -> int:
+    """The command without typer (tests hand in a scripted model, a replay backend and a
+    device). 0 when the run ended (failed problems are results), 2 bad input or a missing
+    machine part (one line), 130 interrupted."""
+    import contextlib
+    import sys
+
+    from kernelwright.agent.doors.cli_batch import run_batch_command
+    from kernelwright.evals import pareval_run
+
+    had = pareval_run.imported(out_dir) if out_dir.is_dir() else None
+    created = not out_dir.exists()
+    if resume and had is None:
+        return _kb_error(f"no ParEval run to resume in {out_dir} (run it first without --resume)")
+    if not resume and had is not None:
+        return _kb_error(
+            f"{out_dir} already holds a ParEval run: add --resume to continue it, or choose "
+            "another --out"
+        )
+    if had is None:
+        try:
+            had = pareval_run.prepare(clone, out_dir, names)
+        except (KernelwrightError, OSError) as exc:
+            if created:
+                shutil.rmtree(out_dir, ignore_errors=True)
+            return _kb_error(str(exc))
+        err.print(
+            f"{len(had['problems'])} ParEval problems imported into "
+            f"{out_dir / pareval_run.PROBLEMS} ({len(had['skipped'])} skipped: struct or "
+            "string arguments, listed in pareval-import.json)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    # the batch's own lines go to stderr with --json: stdout is pareval.json alone
+    to = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    with to:
+        code = run_batch_command(
+            out_dir / pareval_run.PROBLEMS,
+            out_dir / pareval_run.BATCH,
+            budget=budget,
+            resume=resume and (out_dir / pareval_run.BATCH).is_dir(),
+            model_name=model_name,
+            model=model,
+            gpu=gpu,
+            device=device,
+            loop=loop,
+        )
+    if code == 2 and created:  # a missing part (the model, the GPU): nothing left behind
+        shutil.rmtree(out_dir, ignore_errors=True)
+    if code not in (0, 1):  # 1: a problem failed, which is a result here
+        if code == 130:
+            err.print(
+                f"continue with `kernelwright eval pareval {clone} --out {out_dir} --resume`",
+                highlight=False,
+                soft_wrap=True,
+            )
+        return code
+    data = pareval_run.write(out_dir)
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return 0
+    table = Table(title="ParEval figures (cpp problems, CUDA kernels)")
+    for name in pareval_run.HEAD:
+        table.add_column(name, justify="left" if name == "type" else "right")
+    for row in pareval_run.table_rows(pareval_run.by_type(pareval_run.outcomes(out_dir))):
+        table.add_row(*row)
+    out.print(table)
+    out.print(f"{data['note']}; pareval.json and pareval.md in {escape(str(out_dir))}")
+    return 0
