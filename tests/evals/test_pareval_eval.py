@@ -1,7 +1,7 @@
 """`kernelwright eval pareval`: ParEval's figures against hand-computed cases, the clone's
 problems imported with their types (tests/fixtures/pareval_fake), and the command end to end
-on the CPU: the real batch over an imported problem with scripted replies and the C++
-function's check replayed."""
+on the CPU: the real batch over the imported problems with scripted replies (one a real
+kernel, compiled), the checks replayed."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.agent.best_host import best_host
 from kernelwright.agent.doors.cli_eval import run_pareval_command
+from kernelwright.agent.kinds import as_candidate
 from kernelwright.agent.llm import ScriptedLLM
 from kernelwright.evals import pareval_run
 from kernelwright.evals.pareval_score import NOT_BUILT, Outcome, Sample, by_type
 from kernelwright.tools.backend import ReplayGpu
 from kernelwright.tools.cpp import CppTask
+from kernelwright.tools.cpp_candidates import CppKernel, HostFile
 from kernelwright.tools.errors import KernelwrightError
 from kernelwright.tools.task import load_task
 from tests.agent.test_graph_cpp import report
@@ -66,31 +69,57 @@ def test_the_clones_problems_are_imported_with_their_types(tmp_path: Path) -> No
         pareval_run.prepare(FAKE, tmp_path / "bad2", ["03_geometry_farthest_point"])
 
 
+PORT = """extern "C" __global__ void scaleFrom(double alpha, double* x, int start, long long N)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= start && i < N) {
+        x[i] *= alpha;
+    }
+}
+"""
+
+
 def test_the_command_runs_the_batch_and_scores_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], nvrtc: None
 ) -> None:
-    """The real batch over one imported problem: the C++ function's check replayed, then
-    replies that hold no kernel (nothing built: build@1 0%). --json prints pareval.json alone;
-    a second run into the same folder is refused, a resume finishes with nothing left to do."""
+    """The real batch over the three imported problems, each given one kernel: a port of
+    scaleFrom (compiled; its check replayed as correct at 3x one core), and replies that hold
+    no kernel for the other two (nothing built). --json prints pareval.json alone; a second
+    run into the same folder is refused."""
     out = tmp_path / "run"
-    name = "02_graph_max_degree"
-    pareval_run.prepare(FAKE, out, [name])
-    task = load_task(out / "problems" / name)
-    assert isinstance(task, CppTask)
+    pareval_run.prepare(FAKE, out)
     gpu = ReplayGpu()
-    gpu.add(task, task.reference_candidate(), report(task, "correct", 1.0))
-    model = ScriptedLLM(["I would rather not write code."] * 12)
+    for folder in sorted((out / "problems").iterdir()):
+        task = load_task(folder)
+        assert isinstance(task, CppTask)
+        gpu.add(task, task.reference_candidate(), report(task, "correct", 1.0))
+        if task.function == "scaleFrom":
+            made = as_candidate(task, PORT, None)
+            kernel = CppKernel(path="c.cu", source=made.source, launch=made.launch)
+            gpu.add(task, kernel, report(task, "correct", 3.0, port=1.0))
+            host = HostFile(path="best_host.cu", source=best_host(task, PORT, None))
+            gpu.add(task, host, report(task, "correct", 0.5, end_to_end=0.5))
+    reply = f"```cuda\n{PORT}```\n```json\n{json.dumps({'tags': ['port']})}\n```\n"
+    # the batch runs the problems in name order: scaleFrom's port first, then words only
+    model = ScriptedLLM([reply, "Ported.", *["I would rather not write code."] * 30])
     kw = {"model": model, "gpu": gpu, "loop": {"memory": False, "tune": False}}
     code = run_pareval_command(FAKE, out, resume=True, as_json=True, budget=1, **kw)
     assert code == 0
     printed = json.loads(capsys.readouterr().out)  # stdout is the JSON alone
     assert printed == json.loads((out / "pareval.json").read_text())
-    (problem,) = printed["problems"]
-    assert problem["name"] == name and problem["type"] == "graph"
-    assert problem["samples"] and all(s["verdict"] in NOT_BUILT for s in problem["samples"])
-    figures = printed["figures"]["all"]
-    assert (figures["problems"], figures["build_at_1"], figures["pass_at_n"]) == (1, 0.0, 0.0)
-    assert "| graph | 1 |" in (out / "pareval.md").read_text()
+    samples = {p["name"]: p["samples"] for p in printed["problems"]}
+    assert samples["00_transform_scale_from"] == [{"verdict": "correct", "speedup": 3.0}]
+    for name in ("01_histogram_parity_counts", "02_graph_max_degree"):
+        assert samples[name] and all(s["verdict"] in NOT_BUILT for s in samples[name])
+    figures = printed["figures"]
+    assert figures["transform"]["pass_at_1"] == 1.0 and figures["graph"]["build_at_1"] == 0.0
+    every = figures["all"]
+    assert every["problems"] == 3 and every["pass_at_n"] == pytest.approx(1 / 3)
+    assert every["speedup_at_1"] == every["speedup_at_n"] == 3.0
+    assert (
+        "| transform | 1 | 1 | 100% | 100% | 3.00x | 100% | 3.00x |"
+        in (out / "pareval.md").read_text()
+    )
     assert run_pareval_command(FAKE, out, **kw) == 2
     assert "already holds a ParEval run" in capsys.readouterr().err
     assert run_pareval_command(FAKE, tmp_path / "none", resume=True, **kw) == 2
