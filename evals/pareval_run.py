@@ -101,11 +101,12 @@ def table_rows(table: dict[str, Any]) -> list[list[str]]:
 HEAD = ["type", "problems", "kernels", "build@1", "pass@1", "speedup@1", "pass@n", "speedup@n"]
 
 
-def write(out: Path) -> dict[str, Any]:
+def write(out: Path) -> tuple[dict[str, Any], list[list[str]]]:
     """pareval.json and pareval.md in OUT: the figures per type and over all, and each
-    problem's samples."""
+    problem's samples. Returns what pareval.json holds and the summary's rows."""
     got = outcomes(out)
     table = by_type(got)
+    rows = table_rows(table)
     data = {
         "clone": (imported(out) or {}).get("clone", ""),
         "figures": {name: asdict(f) for name, f in table.items()},
@@ -123,8 +124,8 @@ def write(out: Path) -> dict[str, Any]:
         "",
         "| " + " | ".join(HEAD) + " |",
         "|" + " --- |" * len(HEAD),
-        *("| " + " | ".join(row) + " |" for row in table_rows(table)),
+        *("| " + " | ".join(row) + " |" for row in rows),
         "",
     ]
     (out / "pareval.md").write_text("\n".join(lines))
-    return data
+    return data, rows

@@ -695,14 +695,14 @@ def run_pareval_command(
                 soft_wrap=True,
             )
         return code
-    data = pareval_run.write(out_dir)
+    data, rows = pareval_run.write(out_dir)
     if as_json:
         print(json.dumps(data, indent=2))
         return 0
     table = Table(title="ParEval figures (cpp problems, CUDA kernels)")
     for name in pareval_run.HEAD:
         table.add_column(name, justify="left" if name == "type" else "right")
-    for row in pareval_run.table_rows(pareval_run.by_type(pareval_run.outcomes(out_dir))):
+    for row in rows:
         table.add_row(*row)
     out.print(table)
     out.print(f"{data['note']}; pareval.json and pareval.md in {escape(str(out_dir))}")
