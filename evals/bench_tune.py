@@ -70,6 +70,12 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
                         "gain": found.gain,  # never below 1: only a clear gain is kept
                     }
                 )
+                row = rows[-1]  # said as it ends: a run cut short keeps what it measured
+                print(
+                    f"{name} {label}: {row['checked']} checked, {row['dropped']} dropped, "
+                    f"{row['seconds']} s, gain {row['gain']:.3f} with {row['best']}",
+                    flush=True,
+                )
     finally:
         gpu.close()
     return rows

@@ -248,6 +248,8 @@ class CppTask(Frozen):
             rtol=self.rtol,
             roofline_bytes=self.roofline_bytes,
             roofline_flops=self.roofline_flops,
+            inputs_maker=self.inputs_python.rsplit(":", 1)[1] if self.inputs_python else "",
+            inputs_source=self.reference_files().get("kw_inputs.py", ""),
         )
 
     def reference_files(self) -> dict[str, str]:

@@ -170,11 +170,6 @@ class CppReference:
     def prepare(self, trials: list[plan.Trial]) -> tuple[str, str]:
         """Build the GPU-side reference and start the C++ function on the trials (in a thread:
         the GPU's workers start meanwhile). (verdict, why) where the check cannot go on."""
-        if self.task.inputs_python:
-            return "error", (
-                f"{self.task.name} makes its inputs with a Python function ([inputs]): the GPU's "
-                "workers cannot make the same ones yet, so its kernels are not checked on the GPU"
-            )
         v = self.verifier
         o = v.options
         flags = self.port.compile_flags(o.backend)

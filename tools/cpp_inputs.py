@@ -16,7 +16,6 @@ declares the value its code reads before writing (`init = "fill:V"`): then it st
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -214,9 +213,6 @@ def starting_output(dtype: str, shape: tuple[int, ...], init: str, poison: int) 
     """An `out` argument before the call: its declared value (fill:V), else the poison."""
     fill = fill_value(init)
     return np.full(shape, fill, dtype=dtype) if fill is not None else poisoned(shape, dtype, poison)
-
-
-Maker = Callable[..., Mapping[str, Any]]
 
 
 def arg_seed(seed: int, index: int) -> int:

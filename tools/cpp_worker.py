@@ -97,18 +97,6 @@ def _build(job: dict[str, Any], out: int, notes: list[str]) -> None:
     write_message(out, {"type": "built", "ok": ok, "log": log, "notes": notes}, library)
 
 
-def _load_maker(path: str, func: str) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("kw_inputs", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["kw_inputs"] = module
-    spec.loader.exec_module(module)
-    return getattr(module, func)
-
-
 class _Reference:
     """The loaded library and the task: inputs, outputs and one call of the function."""
 
@@ -134,34 +122,19 @@ class _Reference:
         self._staged: Any = None  # the pointers and counts kw_prepare was given, kept alive
 
     def inputs(self, sizes: dict[str, int], seed: int, inits: dict[str, str]) -> dict[str, Any]:
-        import numpy as np
-
         from .cpp_inputs import arg_seed, generate
+        from .makers import MakerError, made_inputs
 
         task = self.task
         made: dict[str, Any] = {}
         if self.maker is not None:
-            wanted = {a.name: a for a in task.args if a.role in ("in", "inout")}
             func = task.inputs_python.rsplit(":", 1)[1]
             try:
-                given = self.maker(np, np.random.default_rng(seed), dict(sizes))
-            except Exception as exc:
-                raise Problem(
-                    f"the input maker {func}() failed: {type(exc).__name__}: {exc}"
-                ) from exc
-            if not isinstance(given, dict):
-                raise Problem(f"the input maker {func}() must return a dict of arrays")
-            for name, value in given.items():
-                if name not in wanted:
-                    raise Problem(f"the input maker {func}() returned {name!r}: not an input")
-                arr = np.asarray(value)
-                want = task.shape(wanted[name], sizes)
-                if arr.shape != want:
-                    raise Problem(
-                        f"the input maker {func}() returned {name} with shape {arr.shape}, "
-                        f"expected {want}"
-                    )
-                made[name] = np.ascontiguousarray(arr.astype(wanted[name].dtype))
+                made = made_inputs(
+                    self.maker, func, task.args, lambda a: task.shape(a, sizes), sizes, seed
+                )
+            except MakerError as exc:
+                raise Problem(str(exc)) from exc
         return {
             a.name: made[a.name]
             if a.name in made and a.name not in inits
@@ -293,7 +266,10 @@ def _run(
         f.write(bytes(arrays[0]))
     maker = None
     if task.inputs_python:
-        maker = _load_maker("kw_inputs.py", task.inputs_python.rsplit(":", 1)[1])
+        from .makers import load_maker
+
+        with open("kw_inputs.py") as f:
+            maker = load_maker(f.read(), task.inputs_python.rsplit(":", 1)[1])
     ref = _Reference(task, os.path.abspath("kw_reference.so"), maker)
     write_message(out, {"type": "started", "notes": notes})
     for i, trial in enumerate(job["trials"]):

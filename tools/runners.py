@@ -21,6 +21,7 @@ import numpy as np
 
 from . import kernels
 from .compile import compile_kernel
+from .makers import load_maker, made_inputs
 from .results import CompileResult
 from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec, launch_plan
 
@@ -167,6 +168,9 @@ class CudaRunner:
             self.compile_result, cubin = compile_kernel(
                 backend, code, task.entry, arch, f"{tag}.cu"
             )
+        self.maker = (
+            load_maker(task.inputs_source, task.inputs_maker) if task.inputs_maker else None
+        )
         self.fn: Any = None
         if cubin is not None:
             path = scratch / f"{tag}.cubin"
@@ -180,15 +184,32 @@ class CudaRunner:
         inits: dict[str, str] | None = None,
         spread: int = 0,
     ) -> dict[str, Any]:
-        """The task's inputs from `seed`; `spread`: each placed at an offset drawn from it."""
-        lead = leads(spread, len(self.task.args))
-        return {
-            a.name: generate(
-                a, self.task.shape(a, sizes), seed * 7919 + i, (inits or {}).get(a.name), lead[i]
+        """The task's inputs from `seed`; `spread`: each placed at an offset drawn from it.
+        Those the task's input maker makes (unless a trial draws them from a wider `init`) are
+        its arrays, made on the host as the C++ reference's worker makes them, then copied in."""
+        task, inits = self.task, inits or {}
+        lead = leads(spread, len(task.args))
+        made = {}
+        if self.maker is not None:
+            made = made_inputs(
+                self.maker,
+                task.inputs_maker,
+                task.args,
+                lambda a: task.shape(a, sizes),
+                sizes,
+                seed,
             )
-            for i, a in enumerate(self.task.args)
-            if a.role in ("in", "inout")
-        }
+        arrays = {}
+        for i, a in enumerate(task.args):
+            if a.role not in ("in", "inout"):
+                continue
+            shape = task.shape(a, sizes)
+            if a.name in made and a.name not in inits:
+                arrays[a.name] = guarded(shape, a.dtype, GUARD_BITS, lead[i])
+                arrays[a.name].set(made[a.name])
+            else:
+                arrays[a.name] = generate(a, shape, seed * 7919 + i, inits.get(a.name), lead[i])
+        return arrays
 
     def outputs(self, sizes: dict[str, int], poison: int, spread: int = 0) -> dict[str, Any]:
         lead = leads(spread, len(self.task.args))

@@ -82,6 +82,11 @@ class CudaTask(Frozen):
     roofline_bytes: str = ""
     roofline_flops: str = ""
     reference_python: str = ""  # "path/to/reference.py:function", absolute path
+    # An input maker the workers call (a C++ task's [inputs], in its CUDA view): the function's
+    # name and its file's text, which travels with the task (a worker sees none of the user's
+    # files); "": every input from its `init`.
+    inputs_maker: str = ""
+    inputs_source: str = ""
 
     # What a check does differently by kind, said here once (ClassVars: not in the task's dump).
     # The pool's worker kinds for the reference and the candidate: both run kernels with CuPy.

@@ -6,6 +6,7 @@ against itself on one core (timed once, kept), and a drop-in host file that does
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import statistics
@@ -204,11 +205,17 @@ def test_three_speedups_and_the_timing_against_one_core(verifier: Any) -> None:
     assert timing.candidate == gpu.candidate and "against the C++ function" in timing.notes[-1]
 
 
-def test_a_maker_of_inputs_is_not_run_on_the_gpu_yet(verifier: Any) -> None:
-    task = example("axpy").model_copy(update={"inputs_python": "/x/inputs.py:make"})
-    kernel = load_candidate(task, CPP / "axpy" / "candidates" / "port.cu")
-    verdict, why = CppReference(verifier, task, kernel).prepare([])
-    assert verdict == "error" and "makes its inputs with a Python function" in why
+def test_the_gpu_workers_are_sent_the_input_maker_with_the_task(tmp_path: Path) -> None:
+    """A task's [inputs] maker travels in its CUDA view (name and text: a worker sees none of
+    the user's files), through a job's JSON, so both GPU workers make what the C++ side does."""
+    maker = tmp_path / "inputs.py"
+    maker.write_text("def make(np, rng, sizes):\n    return {}\n")
+    task = example("axpy").model_copy(update={"inputs_python": f"{maker}:make"})
+    view = task.worker_task()
+    assert (view.inputs_maker, view.inputs_source) == ("make", maker.read_text())
+    assert CudaTask.model_validate(json.loads(json.dumps(view.model_dump()))) == view
+    plain = example("axpy").worker_task()
+    assert (plain.inputs_maker, plain.inputs_source) == ("", "")
 
 
 @needs_gxx
