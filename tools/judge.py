@@ -53,6 +53,36 @@ def native_scale(ref_header: dict[str, Any], j: int) -> float:
     return min(SCALE_MAX, max(1.0, SLACK_TIMES * float(value)))
 
 
+def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) -> TrialResult:
+    """A trial on inputs scaled up (plan.SCALES), judged as any trial where PyTorch's own
+    forward in the problem's dtypes stayed finite and within SCALE_MAX's widening of float64
+    there; else not counted, whatever the candidate gave: it is held to the problem's own
+    numerics, never beyond them. Neither the scale nor that measure comes from the candidate."""
+    scale = trial.scale
+    slack = ref_header.get("native_slack")
+    usable = (
+        isinstance(slack, list)
+        and len(slack) > 0
+        and all(
+            isinstance(v, int | float) and v >= 0 and v * SLACK_TIMES < SCALE_MAX for v in slack
+        )
+    )
+    if not usable:
+        why = (
+            f"not counted: on inputs x{scale:g}, PyTorch's own forward in the problem's dtypes "
+            + ("is not near float64" if isinstance(slack, list) else "had no float64 to meet")
+        )
+        return result.model_copy(
+            update={"scale": scale, "counted": False, "ok": True, "reason": why}
+        )
+    reason = (
+        result.reason
+        if result.ok
+        else f"on inputs x{scale:g} (get_inputs()'s, scaled): {result.reason}"
+    )
+    return result.model_copy(update={"scale": scale, "reason": reason})
+
+
 def native_scales(ref_header: dict[str, Any], into: dict[str, float]) -> None:
     """Each output's native_scale from a reference trial's header, kept in `into` (by output
     name) where it is the most so far: the timed calls' tolerance (rounds_problem)."""

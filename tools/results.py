@@ -46,6 +46,8 @@ class TrialResult(Result):
     max_rel_err: float | None = None
     inits: dict[str, str] = {}  # inputs drawn from a wider distribution than usual here
     on_gpu: bool = False  # outputs compared on the GPU, in the reference's worker
+    scale: float = 1.0  # floating-point inputs multiplied by this (plan.SCALES)
+    counted: bool = True  # False: a scaled trial where PyTorch's own forward failed (its reason)
 
 
 class CheckResult(Result):

@@ -451,13 +451,19 @@ class TorchRunner:
         host copies stay, for the trials after it)."""
         self._kept.clear()
 
-    def inputs(self, seed: int, overrides: dict[str, int]) -> list[Any]:
+    def inputs(self, seed: int, overrides: dict[str, int], scale: float = 1.0) -> list[Any]:
         """A trial's inputs: get_inputs() at these sizes under `seed`, made on the GPU as a
         round's are. Both workers call the problem's own get_inputs(), so both make the same
         inputs from either generator; today's problems make up to 14 GB of them, which the CPU
-        generator took seconds to draw, again for every run of every trial."""
+        generator took seconds to draw, again for every run of every trial. `scale`: each
+        floating-point tensor multiplied by it, in place (plan.SCALES: a power of two)."""
         self._apply(overrides)
-        return self._made(seed + 1)
+        made = self._made(seed + 1)
+        if scale != 1.0:
+            for x in made:
+                if isinstance(x, self.torch.Tensor) and x.is_floating_point():
+                    x.mul_(scale)
+        return made
 
     def fresh_inputs(self, seed: int) -> list[Any]:
         """A timing round's inputs at the problem's own sizes: get_inputs() under `seed`, its

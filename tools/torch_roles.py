@@ -263,7 +263,7 @@ def _expected(
     weights = trial.get("model_seed", seed)
     torch.cuda.reset_peak_memory_stats()
     with torch.no_grad():
-        inputs = runner.inputs(seed, sizes)
+        inputs = runner.inputs(seed, sizes, trial.get("scale", 1.0))
         sums = tensor_checksums(inputs)
         room = _room_for_float64(need)
         native = runner.build(weights, sizes, keep=True, twin=True)(*inputs)
@@ -279,7 +279,8 @@ def _expected(
         if out is None:
             torch.cuda.empty_cache()
             precision = "PyTorch eager"
-            inputs = runner.inputs(seed, sizes)  # as they were: the forward may write them
+            # as they were: the forward may write them
+            inputs = runner.inputs(seed, sizes, trial.get("scale", 1.0))
             out = runner.build(weights, sizes, keep=True)(*inputs)
         torch.cuda.synchronize()
         header = {
@@ -439,7 +440,7 @@ def torch_candidate(w: Any) -> None:
         with torch.no_grad():
             model = runner.build(trial.get("model_seed", seed), sizes, keep=True)
             for run, _ in enumerate(trial["poisons"]):
-                inputs = runner.inputs(seed, sizes)
+                inputs = runner.inputs(seed, sizes, trial.get("scale", 1.0))
                 runner.poison_allocator(4 * out_bytes)
                 out = model(*inputs)
                 w.sync()

@@ -383,7 +383,8 @@ class Verifier:
                         if isinstance(v := message[0].get(key), int):
                             sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
-                    judge.native_scales(message[0], scales)
+                    if trial.scale == 1.0:  # a scaled trial's slack is its own (scaled_trial)
+                        judge.native_scales(message[0], scales)
                     sample()
                     lap("reference")
                     stage = "candidate"
@@ -744,16 +745,18 @@ class Verifier:
         ref_box: Sandbox | None = None,
     ) -> Any:
         if trial.device and ref_box is not None:
-            return self._trial_on_device(task, trial, ref, box, ref_box, phase)
-        runs = []
-        for _ in trial.poisons:
-            header, arrays = box.receive(
-                self._run_timeout(task),
-                f"running at {_describe(trial.sizes)}",
-                judge.output_expect(task, trial, ref[0]),
-            )
-            runs.append((header, arrays))
-        return judge.trial_result(task, trial, ref, runs, phase)
+            result = self._trial_on_device(task, trial, ref, box, ref_box, phase)
+        else:
+            runs = []
+            for _ in trial.poisons:
+                header, arrays = box.receive(
+                    self._run_timeout(task),
+                    f"running at {_describe(trial.sizes)}",
+                    judge.output_expect(task, trial, ref[0]),
+                )
+                runs.append((header, arrays))
+            result = judge.trial_result(task, trial, ref, runs, phase)
+        return result if trial.scale == 1.0 else judge.scaled_trial(result, trial, ref[0])
 
     def _trial_on_device(
         self,
@@ -875,9 +878,12 @@ def _passed(results: list[Any], reference: str, scales: dict[str, float] | None 
     held = f" (held out: {', '.join(shown)})" if shown else ""
     article = "the " if reference.endswith(("reference", "kernel")) else ""
     wide = judge.widened(scales or {})
+    scaled = dict.fromkeys(f"x{t.scale:g}" for t in results if t.scale != 1.0 and t.counted)
+    on = f", inputs also {', '.join(scaled)}" if scaled else ""
+    skipped = next((t.reason for t in results if not t.counted), "")
     return (
-        f"{len(results)} trials over {len(shapes)} shapes{held}, against {article}{reference}"
-        + wide
+        f"{len(results)} trials over {len(shapes)} shapes{held}{on}, against {article}"
+        f"{reference}" + wide + (f"; a trial {skipped}" if skipped else "")
     )
 
 

@@ -282,7 +282,9 @@ def test_a_kernelbench_problem_in_the_tree_is_optimized_not_failed(
 
     root = tmp_path / "tasks"
     shutil.copytree(EXAMPLES / "gelu", root / "gelu")
-    shutil.copytree(EXAMPLES / "kernelbench", root / "kb")
+    (root / "kb").mkdir()
+    for name in ("relu_mlp.py", "relu_mlp_candidate.py"):  # the problem and its candidate
+        shutil.copy(EXAMPLES / "kernelbench" / name, root / "kb" / name)
     gpu = replay(root, ("gelu",))
     problem = load_task(root / "kb" / "relu_mlp.py")
     assert isinstance(problem, KernelBenchTask)
@@ -329,6 +331,7 @@ def test_discovery_finds_both_formats_and_says_what_it_passed_over(tmp_path: Pat
         ("bad", "cuda"),  # broken TOML beside its .cu: a task, which will fail with the reason
         ("gelu", "cuda"),
         ("kb/relu_mlp", "kernelbench"),
+        ("kb/softmax_rows", "kernelbench"),
     ]
     why = {p.relative_to(root).as_posix(): r for p, r in ((s.path, s.reason) for s in skipped)}
     assert why == {

@@ -358,3 +358,68 @@ def test_a_candidate_as_far_off_as_tf32_passes_where_the_reference_was_too_and_n
     cand_rounds = [kb_round(y + rng.choice([-1.0, 1.0], y.size) * off) for _ in ref_rounds]
     assert judge.rounds_problem(task, ref_rounds, cand_rounds, scales)[:2] == ("", "")
     assert judge.rounds_problem(task, ref_rounds, cand_rounds)[0] == "wrong"
+
+
+# --- a trial on inputs scaled up (plan.SCALES) ------------------------------------------------
+
+
+def _scaled(ok: bool, slack: Any) -> Any:
+    from kernelwright.tools.results import TrialResult
+
+    trial = Trial({"batch_size": 70}, 5, (1,), held_out=True, scale=64.0)
+    result = TrialResult(
+        sizes=trial.sizes, held_out=True, ok=ok, reason="" if ok else "has NaN at 3"
+    )
+    header: dict[str, Any] = {"type": "expected"}
+    if slack is not None:
+        header["native_slack"] = slack
+    return judge.scaled_trial(result, trial, header)
+
+
+def test_a_scaled_trial_counts_where_pytorchs_own_forward_holds() -> None:
+    """PyTorch's forward in the problem's dtypes within SCALE_MAX's widening of float64 there:
+    the trial is judged as any other, its reason saying the inputs were scaled."""
+    wrong = _scaled(False, [0.5, 2.0])
+    assert not wrong.ok and wrong.counted and wrong.scale == 64.0
+    assert wrong.reason == "on inputs x64 (get_inputs()'s, scaled): has NaN at 3"
+    right = _scaled(True, [0.0])
+    assert right.ok and right.counted and right.reason == ""
+
+
+@pytest.mark.parametrize(
+    ("slack", "why"),
+    [
+        ([1e9], "is not near float64"),  # torch_roles.SLACK_MAX: NaN or inf where float64 was not
+        ([0.1, 40.0], "is not near float64"),  # finite, but past the most a tolerance widens
+        ([float("nan")], "is not near float64"),
+        ([], "is not near float64"),
+        (None, "had no float64 to meet"),  # no room for the float64 forward
+    ],
+)
+def test_a_scaled_trial_where_pytorchs_own_forward_fails_is_not_counted(
+    slack: Any, why: str
+) -> None:
+    got = _scaled(False, slack)
+    assert got.ok and not got.counted and got.scale == 64.0
+    assert got.reason == (
+        f"not counted: on inputs x64, PyTorch's own forward in the problem's dtypes {why}"
+    )
+    assert 40.0 * judge.SLACK_TIMES > judge.SCALE_MAX > 2.0 * judge.SLACK_TIMES
+
+
+def test_a_passing_checks_reason_names_the_scaled_inputs_and_what_did_not_count() -> None:
+    from kernelwright.tools.results import TrialResult
+    from kernelwright.tools.verify import _passed
+
+    plain = TrialResult(sizes={}, ok=True)
+    held = TrialResult(sizes={"batch_size": 70}, held_out=True, ok=True)
+    counted = held.model_copy(update={"scale": 32.0})
+    assert _passed([plain, held, counted], "PyTorch eager in float64") == (
+        "3 trials over 2 shapes (held out: batch_size=70), inputs also x32, against PyTorch "
+        "eager in float64"
+    )
+    skipped = _scaled(False, None)
+    assert _passed([plain, skipped], "PyTorch eager in float64").endswith(
+        "against PyTorch eager in float64; a trial not counted: on inputs x64, PyTorch's own "
+        "forward in the problem's dtypes had no float64 to meet"
+    )

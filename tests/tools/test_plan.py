@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from kernelwright.tools.correctness import poison_bits, unwritten
 from kernelwright.tools.plan import (
+    SCALES,
     after_timing,
     awkward,
     held_out_sizes,
@@ -116,9 +118,33 @@ def test_kernelbench_held_out_batches_on_both_sides_of_the_problems() -> None:
     task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
     for seed in range(10):
         trials, post = plan_trials(task, random.Random(seed))
-        held = sorted(t.sizes["batch_size"] for t in trials if t.held_out)
+        held = sorted(t.sizes["batch_size"] for t in trials if t.held_out and t.scale == 1.0)
         assert len(held) == 2 and held[0] < 128 < held[1]
         assert post.sizes == {} and all(t.sizes == {} for t in trials if not t.held_out)
+
+
+def test_a_kernelbench_problem_is_also_tried_on_its_inputs_scaled_up() -> None:
+    """One trial multiplies get_inputs()'s floating-point tensors by a power of two drawn from
+    SCALES, at the smaller held-out batch (the cheaper one); it says so in its job. A problem
+    of one shape gets it at its own size; a kernel's trials are never scaled (its task declares
+    its wider inputs itself: `check`)."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    seen = set()
+    for seed in range(30):
+        trials, post = plan_trials(task, random.Random(seed))
+        (scaled,) = [t for t in trials if t.scale != 1.0]
+        below = min(t.sizes["batch_size"] for t in trials if t.held_out)
+        assert scaled.sizes == {"batch_size": below} and scaled.held_out
+        assert scaled.job()["scale"] == scaled.scale and "scale" not in trials[0].job()
+        assert post.scale == 1.0
+        seen.add(scaled.scale)
+    assert seen == set(SCALES) and all(s >= 32 and math.log2(s).is_integer() for s in SCALES)
+    one = task.model_copy(update={"size_globals": {}})
+    trials, _ = plan_trials(one, random.Random(2))
+    assert [t.sizes for t in trials if t.scale != 1.0] == [{}]
+    for name in TASKS:
+        trials, post = plan_trials(load_task(EXAMPLES / name), random.Random(3))
+        assert all(t.scale == 1.0 for t in (*trials, post))
 
 
 def test_after_the_timing_sizes_other_than_the_timed_one() -> None:
