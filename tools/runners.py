@@ -456,14 +456,15 @@ class TorchRunner:
         round's are. Both workers call the problem's own get_inputs(), so both make the same
         inputs from either generator; today's problems make up to 14 GB of them, which the CPU
         generator took seconds to draw, again for every run of every trial. `scale`: each
-        floating-point tensor multiplied by it, in place (plan.SCALES: a power of two)."""
+        floating-point tensor multiplied by it (plan.SCALES: a power of two)."""
         self._apply(overrides)
         made = self._made(seed + 1)
-        if scale != 1.0:
-            for x in made:
-                if isinstance(x, self.torch.Tensor) and x.is_floating_point():
-                    x.mul_(scale)
-        return made
+        if scale == 1.0:
+            return made
+        # new tensors: a get_inputs() that hands out a tensor it keeps (made on the GPU once)
+        # would otherwise see it scaled in every later trial and round
+        tensor = self.torch.Tensor
+        return [x * scale if isinstance(x, tensor) and x.is_floating_point() else x for x in made]
 
     def fresh_inputs(self, seed: int) -> list[Any]:
         """A timing round's inputs at the problem's own sizes: get_inputs() under `seed`, its
