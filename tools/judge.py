@@ -78,7 +78,7 @@ def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) 
     reason = (
         result.reason
         if result.ok
-        else f"on inputs x{scale:g} (get_inputs()'s, scaled): {result.reason}"
+        else f"on inputs x{scale:g} (a span of get_inputs()'s, scaled): {result.reason}"
     )
     return result.model_copy(update={"scale": scale, "reason": reason})
 

@@ -11,6 +11,7 @@ import contextlib
 import copy
 import functools
 import importlib.util
+import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -144,6 +145,22 @@ def broken_guards(arrays: dict[str, Any]) -> list[str]:
 def release_guards() -> None:
     """Forget (and free) the guard bands of arrays no longer in use."""
     _guards.clear()
+
+
+# The share of an input a scaled trial multiplies: a span at an offset drawn from the trial's
+# seed, never the whole input, so that code looking at a few elements (the first row, the last)
+# to choose a careful path for wide inputs is seen taking its careless one on the rest.
+SPAN_FRACTIONS = (2, 8, 64)
+
+
+def scaled_span(n: int, seed: int, index: int) -> tuple[int, int]:
+    """[start, stop) of the n elements (or rows) of a trial's input `index` that its scale
+    multiplies: 1/2, 1/8 or 1/64 of them (at least one), drawn from the trial's seed alike in
+    both workers; all of them for n of 1."""
+    rng = random.Random(seed * 1_000_003 + index)
+    count = max(1, n // rng.choice(SPAN_FRACTIONS))
+    start = rng.randrange(n - count + 1)
+    return start, start + count
 
 
 class CudaRunner:
@@ -455,16 +472,18 @@ class TorchRunner:
         """A trial's inputs: get_inputs() at these sizes under `seed`, made on the GPU as a
         round's are. Both workers call the problem's own get_inputs(), so both make the same
         inputs from either generator; today's problems make up to 14 GB of them, which the CPU
-        generator took seconds to draw, again for every run of every trial. `scale`: each
-        floating-point tensor multiplied by it (plan.SCALES: a power of two)."""
+        generator took seconds to draw, again for every run of every trial. `scale`: a span of
+        each floating-point tensor multiplied by it, in place (plan.SCALES; scaled_span)."""
         self._apply(overrides)
         made = self._made(seed + 1)
-        if scale == 1.0:
-            return made
-        # new tensors: a get_inputs() that hands out a tensor it keeps (made on the GPU once)
-        # would otherwise see it scaled in every later trial and round
-        tensor = self.torch.Tensor
-        return [x * scale if isinstance(x, tensor) and x.is_floating_point() else x for x in made]
+        if scale != 1.0:
+            for i, x in enumerate(made):
+                if isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.numel():
+                    # a strided input: whole rows of its first dimension
+                    part = x.view(-1) if x.is_contiguous() else x
+                    start, stop = scaled_span(len(part), seed, i)
+                    part[start:stop].mul_(scale)
+        return made
 
     def fresh_inputs(self, seed: int) -> list[Any]:
         """A timing round's inputs at the problem's own sizes: get_inputs() under `seed`, its

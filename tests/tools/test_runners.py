@@ -14,3 +14,23 @@ def test_a_rounds_offsets_come_from_its_seed_alike_in_every_worker() -> None:
     assert runners.leads(0, 3) == [0, 0, 0]  # trials: no spread
     seen = {tuple(runners.leads(seed, 2)) for seed in range(1, 200)}
     assert len(seen) > 190  # a placement per round, not one reused
+
+
+def test_a_scaled_trial_scales_a_span_drawn_from_its_seed_never_the_whole_input() -> None:
+    """Both workers draw the same span from a trial's seed; it is a half, an eighth or a 64th
+    of the input at any offset, so code that looks at its first or last elements to choose a
+    careful path for wide inputs is seen on the rest; an input of one element is scaled."""
+    n = 1 << 20
+    fractions, firsts, lasts, starts = set(), 0, 0, set()
+    for seed in range(600):
+        start, stop = runners.scaled_span(n, seed, 0)
+        assert (start, stop) == runners.scaled_span(n, seed, 0)  # alike in every worker
+        assert 0 <= start < stop <= n and stop - start < n
+        fractions.add(n // (stop - start))
+        firsts += start < 64
+        lasts += stop > n - 64
+        starts.add(start)
+    assert fractions == set(runners.SPAN_FRACTIONS)
+    assert firsts + lasts < 6 and len(starts) > 590
+    assert runners.scaled_span(n, 7, 0) != runners.scaled_span(n, 7, 1)  # each input its own
+    assert runners.scaled_span(1, 3, 0) == (0, 1) and runners.scaled_span(5, 3, 0)[1] <= 5

@@ -54,8 +54,8 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
 
     class Runner:
-        def inputs(self, seed: int, sizes: dict[str, int]) -> list[Any]:
-            done.append("inputs")
+        def inputs(self, seed: int, sizes: dict[str, int], scale: float = 1.0) -> list[Any]:
+            done.append("inputs" if scale == 1.0 else f"inputs x{scale:g}")
             return []
 
         def __init__(self, *args: Any, share: bool = False) -> None:
@@ -117,6 +117,20 @@ def test_the_reference_worker_sets_up_as_the_candidates_does(
     # nothing a trial built is held through the timing: the float64 model of a problem at its
     # own size (and its float64 inputs) can be as large as the problem's inputs
     assert len(w.made) == 4 and w.alive_when_served == []
+
+
+def test_a_scaled_trial_makes_its_inputs_scaled_in_the_reference_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The job's `scale` for a trial (plan.SCALES) reaches the runner's inputs there, and only
+    there: the other trials and the rounds get get_inputs()'s own."""
+    done: list[str] = []
+    w = _Worker(trials=3)
+    w.job["trials"][2]["scale"] = 64.0
+    _fakes(monkeypatch, w, done)
+    torch_roles.torch_reference(w)
+    made = [d for d in done if d.startswith("inputs")]
+    assert made == ["inputs", "inputs", "inputs x64"]
 
 
 def test_trials_compared_on_the_gpu_are_kept_there_and_run_where_the_controller_says(
