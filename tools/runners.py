@@ -163,6 +163,19 @@ def scaled_span(n: int, seed: int, index: int) -> tuple[int, int]:
     return start, start + count
 
 
+def _scaled(x: Any, scale: float, seed: int, index: int) -> Any:
+    """Input `index` of a scaled trial: its span (scaled_span) multiplied by `scale`, in place
+    (a strided input: whole rows of its first dimension); an expanded tensor, whose elements
+    share memory (a written row would change them all), made whole first. Alike in both
+    workers: the same tensors from the same seed take the same path."""
+    if any(step == 0 and n > 1 for step, n in zip(x.stride(), x.shape, strict=True)):
+        x = x.contiguous()
+    part = x.view(-1) if x.is_contiguous() else x
+    start, stop = scaled_span(len(part), seed, index)
+    part[start:stop].mul_(scale)
+    return x
+
+
 class CudaRunner:
     """One compiled kernel of a CUDA task, launched with the task's arguments."""
 
@@ -479,10 +492,7 @@ class TorchRunner:
         if scale != 1.0:
             for i, x in enumerate(made):
                 if isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.numel():
-                    # a strided input: whole rows of its first dimension
-                    part = x.view(-1) if x.is_contiguous() else x
-                    start, stop = scaled_span(len(part), seed, i)
-                    part[start:stop].mul_(scale)
+                    made[i] = _scaled(x, scale, seed, i)
         return made
 
     def fresh_inputs(self, seed: int) -> list[Any]:

@@ -34,3 +34,33 @@ def test_a_scaled_trial_scales_a_span_drawn_from_its_seed_never_the_whole_input(
     assert firsts + lasts < 6 and len(starts) > 590
     assert runners.scaled_span(n, 7, 0) != runners.scaled_span(n, 7, 1)  # each input its own
     assert runners.scaled_span(1, 3, 0) == (0, 1) and runners.scaled_span(5, 3, 0)[1] <= 5
+
+
+def test_a_scaled_inputs_span_is_multiplied_in_place_whatever_its_layout() -> None:
+    """Contiguous: the span of its elements; strided (a transposed matrix): whole rows of its
+    first dimension; an expanded tensor, which cannot be written in place: made whole first.
+    Where torch is installed (the GPU machine; not CI)."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(64, 48)
+    keep = x.clone()
+    got = runners._scaled(x, 32.0, 11, 0)
+    start, stop = runners.scaled_span(64 * 48, 11, 0)
+    assert got is x  # in place
+    flat, want = got.reshape(-1), keep.reshape(-1)
+    assert torch.equal(flat[start:stop], want[start:stop] * 32)
+    assert torch.equal(flat[:start], want[:start]) and torch.equal(flat[stop:], want[stop:])
+
+    t = torch.randn(48, 64).t()  # strided
+    keep = t.clone()
+    start, stop = runners.scaled_span(64, 5, 1)
+    got = runners._scaled(t, 64.0, 5, 1)
+    assert torch.equal(got[start:stop], keep[start:stop] * 64)
+    assert torch.equal(got[:start], keep[:start]) and torch.equal(got[stop:], keep[stop:])
+
+    e = torch.randn(1, 40).expand(8, 40)  # one row's memory for all eight
+    got = runners._scaled(e, 128.0, 3, 2)
+    start, stop = runners.scaled_span(8 * 40, 3, 2)
+    assert got.is_contiguous() and torch.equal(
+        got.reshape(-1)[start:stop], e.reshape(-1)[start:stop] * 128
+    )
+    assert torch.equal(runners._scaled(torch.tensor(1.5), 32.0, 1, 0), torch.tensor(48.0))
