@@ -6,7 +6,8 @@
 For each example, tune its hand-written candidates/faster.cu (its knobs, which its launch
 follows) and its naive reference kernel (its block shape, derived from the task's launch), and
 print per kernel the configurations checked, dropped unchecked (same code and launch, or no
-build), the time spent, the best configuration and its gain over the kernel as given; then the
+build), the time spent, the best configuration and its gain over the kernel as given, and the
+three configurations that read the highest gains (kept or not; --json holds every one); then the
 geometric mean gain over the already-optimized kernels (issue 16's target: at least +9%, no
 kernel slower, at most 3 minutes a kernel). The gains are the verifier's own: per-round
 speedup medians against the task's reference on the same inputs, in one process, side by side.
@@ -68,12 +69,22 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
                         "seconds": round(found.seconds, 1),
                         "best": found.best_config.describe(),
                         "gain": found.gain,  # never below 1: only a clear gain is kept
+                        # each configuration checked: its verdict, speedup and gain
+                        "tried": found.as_json()["tried"],
                     }
                 )
                 row = rows[-1]  # said as it ends: a run cut short keeps what it measured
                 print(
                     f"{name} {label}: {row['checked']} checked, {row['dropped']} dropped, "
                     f"{row['seconds']} s, gain {row['gain']:.3f} with {row['best']}",
+                    flush=True,
+                )
+                gains = sorted(
+                    (t for t in row["tried"] if t["gain"]), key=lambda t: -float(t["gain"])
+                )
+                print(
+                    "  highest: "
+                    + "; ".join(f"{t['config']} {float(t['gain']):.3f}" for t in gains[:3]),
                     flush=True,
                 )
     finally:
