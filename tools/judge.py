@@ -83,6 +83,25 @@ def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) 
     return result.model_copy(update={"scale": scale, "reason": reason})
 
 
+def timed_scale(results: Sequence[TrialResult]) -> float:
+    """The scale every timed call's inputs take (1: get_inputs()'s own): a scaled trial's that
+    counted, so the calls that are timed are never ones a careless path gets right (an
+    exponent taken without its max, a clamp left out) while the trials see wider inputs. The
+    candidate's process, which makes its own inputs, can know which calls are scaled; with
+    every timed call scaled, being careful only then gains it nothing."""
+    return next((t.scale for t in results if t.scale != 1.0 and t.counted and t.ok), 1.0)
+
+
+def round_scales(
+    scales: Mapping[str, float], wide: Mapping[str, float], scale: float
+) -> dict[str, float]:
+    """The timed calls' tolerance widening by output (native_scale): the trials' where the
+    calls take get_inputs()'s own inputs, else the most of theirs and the scaled trial's."""
+    if scale == 1.0:
+        return dict(scales)
+    return {n: max(scales.get(n, 1.0), wide.get(n, 1.0)) for n in {*scales, *wide}}
+
+
 def native_scales(ref_header: dict[str, Any], into: dict[str, float]) -> None:
     """Each output's native_scale from a reference trial's header, kept in `into` (by output
     name) where it is the most so far: the timed calls' tolerance (rounds_problem)."""

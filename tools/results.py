@@ -87,6 +87,9 @@ class TimingResult(Result):
     rounds: int  # timed calls on each side
     input_sets: int  # distinct inputs timed: every call's are fresh
     calls_per_round: int = 1  # KernelBench: timed calls a round, each on its own input set
+    # KernelBench: every timed call's inputs had a span scaled by this, as the check's scaled
+    # trial's were (1: get_inputs()'s own)
+    input_scale: float = 1.0
     processes: int = 1  # each side timed in this many processes, in turns (KernelBench)
     # the controller's wall time of the workers' warm-ups (with, for KernelBench, the reference's
     # calls a round measured), and of the rounds after them

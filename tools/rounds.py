@@ -33,8 +33,9 @@ class CudaRounds:
         self.outs = [a.name for a in task.args if a.role == "out"]
         self.sketched = [a for a in task.args if a.role in ("out", "inout")]
 
-    def start(self, seed: int) -> None:
-        """Nothing to build: the kernel is loaded."""
+    def start(self, seed: int, scale: float = 1.0) -> None:
+        """Nothing to build: the kernel is loaded. A kernel's rounds are never scaled (its
+        task's declared inputs, `check`, are drawn in its trials)."""
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         from .runners import broken_guards, checksum, release_guards
@@ -86,11 +87,13 @@ class TorchRounds:
 
     def __init__(self, runner: Any, model: Any, clock: Any) -> None:
         self.runner, self.model, self.clock = runner, model, clock
+        self.scale = 1.0  # every call's inputs scaled so (the warm-up's command says)
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
-        """One call: its input set made fresh from `seed` (the problem's own Python), L2
-        flushed and the GPU idle, the call timed, its outputs sketched."""
-        inputs = self.runner.fresh_inputs(seed)
+        """One call: its input set made fresh from `seed` (the problem's own Python, a span
+        scaled where the timing is), L2 flushed and the GPU idle, the call timed, its outputs
+        sketched."""
+        inputs = self.runner.fresh_inputs(seed, self.scale)
         self.clock.ready()
         return self._one(inputs, signs)
 
@@ -154,6 +157,14 @@ def warm_up(rounds: Any, calls: int, seconds: float) -> dict[str, Any]:
         "ms": statistics.median(times[-8:]),
         "wall_ms": (time.perf_counter() - start) * 1e3 / max(1, i),
     }
+
+
+def scale_of(value: Any) -> float:
+    """The timing's input scale from the controller's warm-up command: one of plan.SCALES, or
+    1 (get_inputs()'s own inputs) for anything else."""
+    from .plan import SCALES
+
+    return float(value) if value in SCALES else 1.0
 
 
 def seeds_of(entry: Any) -> tuple[int, tuple[int, int]]:

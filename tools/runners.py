@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import random
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -368,6 +369,7 @@ class TorchRunner:
         self._reads = names_read({problem_path, module_path or problem_path})
         self._kept: dict[tuple[Any, ...], Any] = {}  # models built with keep=True
         self._twins: dict[tuple[Any, ...], Any] = {}  # CPU copies as built (twin=True)
+        self._scaled_before: list[Any] = []  # weak references to the tensors scaled so far
 
     def _apply(self, overrides: dict[str, int]) -> None:
         for key, value in {**self.defaults, **overrides}.items():
@@ -488,18 +490,31 @@ class TorchRunner:
         generator took seconds to draw, again for every run of every trial. `scale`: a span of
         each floating-point tensor multiplied by it, in place (plan.SCALES; scaled_span)."""
         self._apply(overrides)
-        made = self._made(seed + 1)
-        if scale != 1.0:
-            for i, x in enumerate(made):
-                if isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.numel():
-                    made[i] = _scaled(x, scale, seed, i)
-        return made
+        return self._scaled_all(self._made(seed + 1), scale, seed)
 
-    def fresh_inputs(self, seed: int) -> list[Any]:
+    def fresh_inputs(self, seed: int, scale: float = 1.0) -> list[Any]:
         """A timing round's inputs at the problem's own sizes: get_inputs() under `seed`, its
-        tensors made on the GPU (a round's inputs never come from a CPU generator)."""
+        tensors made on the GPU (a round's inputs never come from a CPU generator). `scale`:
+        as a scaled trial's, a span drawn from the round's own seed (verify.py scales every
+        timed call where the check's scaled trial counted)."""
         self._apply({})
-        return self._made(seed)
+        return self._scaled_all(self._made(seed), scale, seed)
+
+    def _scaled_all(self, made: list[Any], scale: float, seed: int) -> list[Any]:
+        """`made` with a span of each floating-point tensor multiplied by `scale` (_scaled), in
+        place; a tensor that get_inputs() handed out before (one it keeps on the GPU) copied
+        first, or every timed call would scale it again."""
+        if scale == 1.0:
+            return made
+        before = [r() for r in self._scaled_before]
+        self._scaled_before = []
+        for i, x in enumerate(made):
+            if isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.numel():
+                self._scaled_before.append(weakref.ref(x))
+                kept = any(x is b for b in before)
+                made[i] = _scaled(x.clone() if kept else x, scale, seed, i)
+        del before
+        return made
 
     def _made(self, seed: int) -> list[Any]:
         torch = self.torch

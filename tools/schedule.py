@@ -103,6 +103,8 @@ class Budget:
     round_timeout_s: float = 20.0
     warmup_timeout_s: float = 60.0
     model_seed: int = 0
+    # KernelBench: every timed call's inputs with a span scaled by this (1: get_inputs()'s own)
+    input_scale: float = 1.0
     # KernelBench: rounds of several calls, sized from the reference's own time (measured with
     # the candidate's worker paused); CUDA tasks: one call a round
     several_calls: bool = False
@@ -225,8 +227,11 @@ def run(
     # side by side, each where it already runs: what the warm-up ran is never counted. Not
     # yet pinned: six workers pinned to the timing's two CPUs built their models and copied
     # their weights to the GPU one after another there (2/12's warm-up: 5.2 s on an H100)
+    warmup = {"cmd": "warmup", "calls": 3, "seconds": 0.25, "model_seed": budget.model_seed}
+    if budget.input_scale != 1.0:
+        warmup["scale"] = budget.input_scale
     for box, _ in workers:
-        box.send({"cmd": "warmup", "calls": 3, "seconds": 0.25, "model_seed": budget.model_seed})
+        box.send(warmup)
     for box, who in workers:
         header, _ = box.receive(budget.warmup_timeout_s, f"warming up the {who}", Expect(sizes=()))
         if header.get("type") != "warm":

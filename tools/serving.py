@@ -101,13 +101,13 @@ class Worker:
         into whichever batch crosses its threshold."""
         import gc
 
-        from .rounds import seeds_of, warm_up
+        from .rounds import scale_of, seeds_of, warm_up
 
         while True:
             cmd = self.command()
             kind = cmd.get("cmd")
             if kind == "warmup":
-                rounds.start(int(cmd.get("model_seed", 0)))
+                rounds.start(int(cmd.get("model_seed", 0)), scale_of(cmd.get("scale")))
                 warm_up(rounds, int(cmd.get("calls", 3)), float(cmd.get("seconds", 0.25)))
                 gc.collect()
                 gc.disable()

@@ -69,14 +69,16 @@ class _Timed:
 
         self.runner, self.rounds = runner, TorchRounds(runner, None, clock)
 
-    def start(self, seed: int) -> None:
+    def start(self, seed: int, scale: float = 1.0) -> None:
         """Before the warm-up, in both workers alike: the trials' cached blocks go back, so
         the timed model and arrays are placed afresh (the reference's worker, which held
-        float64 copies, had read up to 4% slower against itself on a 0.15 ms forward)."""
+        float64 copies, had read up to 4% slower against itself on a 0.15 ms forward).
+        `scale`: every round's inputs scaled so (TorchRounds), the warm-up's included."""
         import gc
 
         import torch
 
+        self.rounds.scale = scale
         self.runner.forget()  # the trials' models: not held through the timing
         gc.collect()
         torch.cuda.empty_cache()

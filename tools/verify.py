@@ -230,6 +230,7 @@ class Verifier:
         sizing: dict[str, int] = {}
         # each output's tolerance widened where PyTorch's own run misses float64 (KernelBench)
         scales: dict[str, float] = {}
+        wide: dict[str, float] = {}  # the same from the scaled trial, for scaled timed calls
         # where the first reference's and candidate's workers spent their start, by their own
         # account (reported, never decided on)
         starts: dict[str, dict[str, float]] = {}
@@ -383,8 +384,9 @@ class Verifier:
                         if isinstance(v := message[0].get(key), int):
                             sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
-                    if trial.scale == 1.0:  # a scaled trial's slack is its own (scaled_trial)
-                        judge.native_scales(message[0], scales)
+                    # a scaled trial's slack is its own (scaled_trial), and the scaled
+                    # timed calls' (round_scales)
+                    judge.native_scales(message[0], scales if trial.scale == 1.0 else wide)
                     sample()
                     lap("reference")
                     stage = "candidate"
@@ -449,7 +451,8 @@ class Verifier:
                 self._imported(more, ext)
                 lap("further workers")  # waiting for their start and their imports
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
-                budget = self._budget(task)
+                scale = judge.timed_scale(results)  # every timed call's inputs scaled so
+                budget = dataclasses.replace(self._budget(task), input_scale=scale)
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
                 with controller_off(self._pin, self.pool.others):
@@ -462,7 +465,11 @@ class Verifier:
                 lap("timing")
                 ref_box.send({"cmd": "done"})
                 side.after_rounds(ref_box, self.options.run_timeout_s)
-                verdict, why, _ = judge.rounds_problem(task, rounds.ref, rounds.cand, scales)
+                verdict, why, _ = judge.rounds_problem(
+                    task, rounds.ref, rounds.cand, judge.round_scales(scales, wide, scale)
+                )
+                if verdict and scale != 1.0:
+                    why = f"{why} (on inputs x{scale:g}: get_inputs()'s, a span scaled)"
                 if not verdict:
                     verdict, why = side.audit(task, rounds)
                 if after_rounds:  # the reference's "done", then the trials it runs after
@@ -488,10 +495,11 @@ class Verifier:
                 post_result = next((r for r in afterwards if not r.ok), post_result)
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
+                timing = timing.model_copy(update={"input_scale": scale})
                 timing, speedups = side.finish(timing)
                 check = CheckResult(
                     ok=post_result.ok and verdict != "wrong",
-                    reason=post_result.reason or why or _passed(results, reference, scales),
+                    reason=post_result.reason or why or _passed(results, reference, scales, scale),
                     trials=tuple(results),
                     reference=reference,
                 )
@@ -502,7 +510,7 @@ class Verifier:
                 elif problem:
                     final, reason = "implausible", problem
                 else:
-                    final, reason = "correct", _passed(results, reference, scales)
+                    final, reason = "correct", _passed(results, reference, scales, scale)
                 return report(
                     final,
                     reason,
@@ -872,7 +880,12 @@ def _next(ref_box: Sandbox, i: int, trial: plan.Trial) -> None:
         ref_box.send({"cmd": "next", "trial": i})
 
 
-def _passed(results: list[Any], reference: str, scales: dict[str, float] | None = None) -> str:
+def _passed(
+    results: list[Any],
+    reference: str,
+    scales: dict[str, float] | None = None,
+    timed_scale: float = 1.0,
+) -> str:
     shapes = {tuple(sorted(t.sizes.items())) for t in results}
     shown = dict.fromkeys(_describe(t.sizes) for t in results if t.held_out)  # once each
     held = f" (held out: {', '.join(shown)})" if shown else ""
@@ -880,6 +893,8 @@ def _passed(results: list[Any], reference: str, scales: dict[str, float] | None 
     wide = judge.widened(scales or {})
     scaled = dict.fromkeys(f"x{t.scale:g}" for t in results if t.scale != 1.0 and t.counted)
     on = f", inputs also {', '.join(scaled)}" if scaled else ""
+    if timed_scale != 1.0:
+        on += f" (every timed call's x{timed_scale:g} too)"
     skipped = next((t.reason for t in results if not t.counted), "")
     return (
         f"{len(results)} trials over {len(shapes)} shapes{held}{on}, against {article}"

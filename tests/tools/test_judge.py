@@ -423,3 +423,37 @@ def test_a_passing_checks_reason_names_the_scaled_inputs_and_what_did_not_count(
         "against PyTorch eager in float64; a trial not counted: on inputs x64, PyTorch's own "
         "forward in the problem's dtypes had no float64 to meet"
     )
+
+
+def test_timed_calls_take_the_scale_of_a_scaled_trial_that_counted() -> None:
+    """Every timed call's inputs are scaled as the check's scaled trial's were, where that trial
+    counted: a candidate careful only on calls it can tell are scaled (its process makes its
+    own inputs) is then careful on every call that is timed, and its careless path gains
+    nothing. Where the trial did not count, or there was none, get_inputs()'s own inputs."""
+    from kernelwright.tools.results import TrialResult
+
+    plain = TrialResult(sizes={"batch_size": 128}, ok=True)
+    counted = _scaled(True, [0.0])
+    assert judge.timed_scale([plain, counted, plain]) == 64.0
+    assert judge.timed_scale([plain, _scaled(False, [1e9])]) == 1.0  # not counted
+    assert judge.timed_scale([plain, plain]) == 1.0
+    # the tolerance: the most of the trials' and the scaled trial's widening, where scaled
+    scales, wide = {"output 0": 3.0}, {"output 0": 12.0, "output 1": 2.0}
+    assert judge.round_scales(scales, wide, 64.0) == {"output 0": 12.0, "output 1": 2.0}
+    assert judge.round_scales(scales, wide, 1.0) == scales
+    assert judge.round_scales({"output 0": 30.0}, wide, 32.0) == {
+        "output 0": 30.0,
+        "output 1": 2.0,
+    }
+
+
+def test_a_passing_checks_reason_says_its_timed_calls_were_scaled() -> None:
+    from kernelwright.tools.results import TrialResult
+    from kernelwright.tools.verify import _passed
+
+    plain = TrialResult(sizes={}, ok=True)
+    counted = plain.model_copy(update={"scale": 128.0})
+    assert _passed([plain, counted], "PyTorch eager in float64", None, 128.0) == (
+        "2 trials over 1 shapes, inputs also x128 (every timed call's x128 too), against "
+        "PyTorch eager in float64"
+    )

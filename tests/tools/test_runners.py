@@ -64,3 +64,24 @@ def test_a_scaled_inputs_span_is_multiplied_in_place_whatever_its_layout() -> No
         got.reshape(-1)[start:stop], e.reshape(-1)[start:stop] * 128
     )
     assert torch.equal(runners._scaled(torch.tensor(1.5), 32.0, 1, 0), torch.tensor(48.0))
+
+
+def test_a_tensor_get_inputs_keeps_is_scaled_as_a_copy_never_again_in_place() -> None:
+    """Every timed call's inputs may be scaled (verify.py); a get_inputs() that hands out one
+    tensor it keeps on the GPU would otherwise have it scaled again call after call, until it
+    overflowed. A fresh tensor each call is scaled where it is. Where torch is installed."""
+    torch = pytest.importorskip("torch")
+    runner = runners.TorchRunner.__new__(runners.TorchRunner)
+    runner.torch, runner._scaled_before = torch, []
+    kept = torch.ones(4096)
+    first = runner._scaled_all([kept, 3], 32.0, 5)
+    assert first[0] is kept and first[1] == 3  # the first time, in place (as a fresh one)
+    snap = kept.clone()
+    again = runner._scaled_all([kept], 32.0, 6)[0]
+    assert again is not kept and torch.equal(kept, snap)  # a copy scaled; kept as it was
+    start, stop = runners.scaled_span(4096, 6, 0)
+    assert torch.equal(again[start:stop], snap[start:stop] * 32)
+    assert torch.equal(again[:start], snap[:start]) and torch.equal(again[stop:], snap[stop:])
+    fresh = torch.ones(4096)
+    assert runner._scaled_all([fresh], 32.0, 7)[0] is fresh
+    assert runner._scaled_all([kept], 1.0, 8)[0] is kept  # not scaled: as made

@@ -400,3 +400,26 @@ def test_several_pairs_size_their_batches_from_the_references_call_and_end_in_bu
     assert len(out.ref) == 2 * cycle and clock.now < 3.0
     out, _ = _three_pairs(clock, 0.018)  # 18 ms taken: the budget spent in one cycle
     assert len(out.ref) == 2 * cycle  # two all the same: the medians need the batches
+
+
+def test_every_worker_is_told_the_timings_input_scale_before_its_first_call() -> None:
+    """Where the check's scaled trial counted, every worker of both sides (the further pairs'
+    too) hears the scale in its warm-up command, before any call; where not, no scale is said."""
+    sent: dict[str, list[dict[str, Any]]] = {}
+
+    class Told(FakeWorker):
+        def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+            sent.setdefault(self.name, []).append(header)
+            super().send(header, arrays)
+
+    log: list[str] = []
+    pairs = [(Told(f"ref{n}", log, 1.0), Told(f"cand{n}", log, 0.5)) for n in range(2)]
+    (ref, cand), *more = pairs
+    budget = schedule.Budget(min_rounds=8, batch=8, seconds=60.0, input_scale=64.0)
+    schedule.run(ref, cand, budget, pin=set(), more=more)  # type: ignore[arg-type]
+    for name, headers in sent.items():
+        assert headers[0]["cmd"] == "warmup" and headers[0]["scale"] == 64.0, name
+        assert all("scale" not in h for h in headers[1:])  # said once, never per call
+    sent.clear()
+    schedule.run(ref, cand, schedule.Budget(min_rounds=8, batch=8), pin=set())  # type: ignore[arg-type]
+    assert sent and all("scale" not in h for hs in sent.values() for h in hs)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,38 +16,62 @@ class _Rounds:
     def __init__(self, reader: FrameReader) -> None:
         self.reader = reader
         self.spin_in_rounds: list[float] = []
+        self.scales: list[float] = []
 
-    def start(self, seed: int) -> None:
-        pass
+    def start(self, seed: int, scale: float = 1.0) -> None:
+        self.scales.append(scale)
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         self.spin_in_rounds.append(self.reader.spin_s)
         return {"ms": 0.1, "host_ms": 0.11}
 
 
+@contextlib.contextmanager
+def _served(tmp_path: Path, commands: list[dict[str, Any]]) -> Iterator[tuple[_Rounds, int]]:
+    """A worker over real pipes, its commands written ahead; yields its rounds (after
+    `serve` returns) and the read end of what it sent."""
+    cmd_r, cmd_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        reader = FrameReader(cmd_r)
+        worker = serving.Worker.__new__(serving.Worker)
+        worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
+        for cmd in commands:
+            write_message(cmd_w, cmd, [])
+        rounds = _Rounds(reader)
+        assert reader.spin_s == 0.0
+        worker.serve(rounds)
+        yield rounds, out_r
+    finally:
+        for fd in (cmd_r, cmd_w, out_r, out_w):
+            os.close(fd)
+
+
 def test_a_worker_polls_for_its_next_call_only_through_the_rounds(tmp_path: Path) -> None:
     """Between the warm-up and the end a worker waits for each call without sleeping (its CPU
     never idles between the calls of a batch); before and after, it sleeps in the kernel."""
-    cmd_r, cmd_w = os.pipe()
-    out_r, out_w = os.pipe()
-    reader = FrameReader(cmd_r)
-    worker = serving.Worker.__new__(serving.Worker)
-    worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
-    rounds = _Rounds(reader)
-    for cmd in (
+    commands = [
         {"cmd": "warmup", "calls": 2, "seconds": 0.0},
         {"cmd": "round", "round": [1, 2, 3]},
         {"cmd": "round", "round": [4, 5, 6]},
         {"cmd": "done"},
-    ):
-        write_message(cmd_w, cmd, [])
-    assert reader.spin_s == 0.0
-    worker.serve(rounds)
-    assert rounds.spin_in_rounds[:2] == [0.0, 0.0]  # the warm-up's own calls
-    assert rounds.spin_in_rounds[2:] == [serving.ROUNDS_SPIN_S] * 2 and serving.ROUNDS_SPIN_S > 0
-    assert reader.spin_s == 0.0  # done: back to sleeping
-    replies = FrameReader(out_r)
-    kinds = [replies.read_message(1e12)[0]["type"] for _ in range(4)]
-    assert kinds == ["warm", "round", "round", "done"]
-    for fd in (cmd_r, cmd_w, out_r, out_w):
-        os.close(fd)
+    ]
+    with _served(tmp_path, commands) as (rounds, out_r):
+        assert rounds.spin_in_rounds[:2] == [0.0, 0.0]  # the warm-up's own calls
+        assert rounds.spin_in_rounds[2:] == [serving.ROUNDS_SPIN_S] * 2
+        assert serving.ROUNDS_SPIN_S > 0
+        assert rounds.reader.spin_s == 0.0  # done: back to sleeping
+        replies = FrameReader(out_r)
+        kinds = [replies.read_message(1e12)[0]["type"] for _ in range(4)]
+        assert kinds == ["warm", "round", "round", "done"]
+
+
+def test_the_warm_ups_scale_reaches_the_rounds_and_nothing_else_is_taken(tmp_path: Path) -> None:
+    """The timing's input scale comes once, with the warm-up; a value that is not one of the
+    scaled trials' (plan.SCALES) is taken as get_inputs()'s own inputs (1)."""
+    for said, taken in ((64.0, 64.0), (None, 1.0), (3.0, 1.0), ("64", 1.0), (1e300, 1.0)):
+        warmup: dict[str, Any] = {"cmd": "warmup", "calls": 1, "seconds": 0.0}
+        if said is not None:
+            warmup["scale"] = said
+        with _served(tmp_path, [warmup, {"cmd": "done"}]) as (rounds, _):
+            assert rounds.scales == [taken], said

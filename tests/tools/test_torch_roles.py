@@ -313,3 +313,38 @@ def test_how_far_the_native_forward_is_from_float64_in_tolerances(
     column = truth.clone()
     column[:, 40] += 4.0 * bound[:, 40]
     assert slack(column.float())[0] == pytest.approx(4.0, rel=0.01)
+
+
+def test_the_timings_scale_makes_every_rounds_inputs_in_both_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The warm-up's scale (serving.serve) reaches the rounds' inputs: every call, the warm-up's
+    own included, makes get_inputs()'s set under its seed with a span scaled so; without a
+    scale, get_inputs()'s own (the workers of a CUDA task are never told one)."""
+    done: list[str] = []
+    w = _Worker(trials=0)
+    _fakes(monkeypatch, w, done)
+    made: list[tuple[int, float]] = []
+
+    class Runner:
+        def forget(self) -> None:
+            pass
+
+        def build(self, seed: int, sizes: dict[str, int]) -> Any:
+            return _Model()
+
+        def fresh_inputs(self, seed: int, scale: float = 1.0) -> list[Any]:
+            made.append((seed, scale))
+            return []
+
+    fake_torch = sys.modules["torch"]
+    fake_torch.cuda.empty_cache = lambda: None  # type: ignore[attr-defined]
+    timed = torch_roles._Timed(Runner(), types.SimpleNamespace(ready=lambda: None))
+    monkeypatch.setattr(timed.rounds, "_one", lambda inputs, signs: {"ms": 0.1})
+    timed.start(7, 128.0)
+    timed.round(11, (1, 2))
+    timed.round(12, (3, 4))
+    assert made == [(11, 128.0), (12, 128.0)]
+    timed.start(7)
+    timed.round(13, (5, 6))
+    assert made[-1] == (13, 1.0)

