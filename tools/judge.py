@@ -182,6 +182,17 @@ class KindOutputs(Protocol[TaskT]):
         """(elements, dtype) of a timed call's output."""
         ...
 
+    def device_shapes(
+        self, task: TaskT, trial: Trial, ref_header: dict[str, Any]
+    ) -> list[tuple[str, str, tuple[int, ...]]]:
+        """(name, dtype, shape) of each output a run compared on the GPU must hand over."""
+        ...
+
+    def handed_over_problem(self, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
+        """What is wrong with the outputs a run handed over, beyond what its task declares
+        ("" if nothing): their count, dtypes and shapes where the run decides them."""
+        ...
+
 
 class DeclaredOutputs:
     """A CUDA task's outputs: its out and inout arguments, at the shapes the task declares, as
@@ -240,6 +251,18 @@ class DeclaredOutputs:
     def round_output(self, task: CudaTask, name: str, ref: dict[str, Any]) -> tuple[int, str]:
         arg = next(a for a in task.args if a.name == name)
         return math.prod(task.shape(arg, task.bench)), arg.dtype
+
+    def device_shapes(
+        self, task: CudaTask, trial: Trial, ref_header: dict[str, Any]
+    ) -> list[tuple[str, str, tuple[int, ...]]]:
+        return [
+            (a.name, a.dtype, tuple(task.shape(a, trial.sizes)))
+            for a in task.args
+            if a.role in ("out", "inout")
+        ]
+
+    def handed_over_problem(self, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
+        return ""  # declared by the task: the harness allocated them
 
 
 class ReturnedOutputs:
@@ -307,6 +330,27 @@ class ReturnedOutputs:
     ) -> tuple[int, str]:
         meta = (ref.get("meta") or [])[int(name.split()[-1])]
         return math.prod(meta["shape"]), meta["dtype"]
+
+    def device_shapes(
+        self, task: KernelBenchTask, trial: Trial, ref_header: dict[str, Any]
+    ) -> list[tuple[str, str, tuple[int, ...]]]:
+        return [
+            (f"output {j}", str(m["dtype"]), tuple(int(d) for d in m["shape"]))
+            for j, m in enumerate(ref_header.get("native") or [])
+        ]
+
+    def handed_over_problem(self, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
+        natives = ref_header.get("native") or []
+        count = len(header.get("device") or [])
+        if count != len(natives):
+            return _count_problem(count, len(natives))
+        for j, native in enumerate(natives):
+            described = self.described_problem(
+                header, ref_header, j, f"output {j}", str(native["dtype"])
+            )
+            if described:
+                return described
+        return ""
 
 
 class FunctionOutputs(DeclaredOutputs):
@@ -482,16 +526,7 @@ def _device_shapes(
     task: Task, trial: Trial, ref_header: dict[str, Any]
 ) -> list[tuple[str, str, tuple[int, ...]]]:
     """(name, dtype, shape) of each output a run of this trial must hand over."""
-    if task.kind == "kernelbench":
-        return [
-            (f"output {j}", str(m["dtype"]), tuple(int(d) for d in m["shape"]))
-            for j, m in enumerate(ref_header.get("native") or [])
-        ]
-    return [
-        (a.name, a.dtype, tuple(task.shape(a, trial.sizes)))
-        for a in task.args
-        if a.role in ("out", "inout")
-    ]
+    return OUTPUTS[task.kind].device_shapes(task, trial, ref_header)
 
 
 def device_run_problem(task: Task, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
@@ -507,18 +542,8 @@ def device_run_problem(task: Task, header: dict[str, Any], ref_header: dict[str,
             f"wrote outside {names}: the memory just before or after it changed "
             f"(an out-of-bounds write)"
         )
-    if task.kind == "kernelbench":
-        natives = ref_header.get("native") or []
-        count = len(header.get("device") or [])
-        if count != len(natives):
-            return _count_problem(count, len(natives))
-        outputs = OUTPUTS[task.kind]
-        for j, native in enumerate(natives):
-            described = outputs.described_problem(
-                header, ref_header, j, f"output {j}", str(native["dtype"])
-            )
-            if described:
-                return described
+    if problem := OUTPUTS[task.kind].handed_over_problem(header, ref_header):
+        return problem
     if header.get("checksums") != ref_header.get("checksums"):
         changed = _changed_input(header.get("checksums"), ref_header.get("checksums"))
         return f"input modified: {changed} differs after the call"

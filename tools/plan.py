@@ -19,7 +19,7 @@ import random
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -161,7 +161,7 @@ Planned = tuple[list[Trial], list[dict[str, int]], dict[str, int]]  # trials, sh
 
 def plan_trials(task: Task, rng: random.Random, min_trials: int = 5) -> tuple[list[Trial], Trial]:
     """The trials before timing, and the post-timing trial at the bench size."""
-    trials, shapes, bench = _KIND_TRIALS[task.kind](task, rng)
+    trials, shapes, bench = _KINDS[task.kind].trials(task, rng)
     while len(trials) < min_trials:
         trials.append(Trial(rng.choice(shapes), _seed(), poisons(rng, 2)))
     return trials, Trial(bench, _seed(), poisons(rng, 1))
@@ -170,20 +170,25 @@ def plan_trials(task: Task, rng: random.Random, min_trials: int = 5) -> tuple[li
 def after_timing(task: Task, rng: random.Random) -> list[Trial]:
     """Trials at sizes other than the timed one, drawn afresh, that run after the timing in
     every process that timed (the first and any further ones): the code that was timed, seen
-    again away from the size it was timed at. A KernelBench problem with a batch_size global:
-    one batch below and one above the problem's, neither shown before; one without has one
-    shape only. A kernel: a fresh held-out size. One run each, outputs read on the host."""
-    if task.kind == "kernelbench":
-        batch = cast(KernelBenchTask, task).size_globals.get("batch_size")
-        if not batch or batch < 2:
-            return []
-        below = rng.randint(max(1, batch // 2), batch - 1)
-        above = batch + rng.randint(1, max(1, batch // 8))
-        return [
-            Trial({"batch_size": b}, _seed(), poisons(rng, 1), held_out=True)
-            for b in (below, above)
-        ]
-    kernel = cast(CudaTask, task)
+    again away from the size it was timed at. One run each, outputs read on the host."""
+    return _KINDS[task.kind].after_timing(task, rng)
+
+
+def _problem_after(task: KernelBenchTask, rng: random.Random) -> list[Trial]:
+    """A KernelBench problem with a batch_size global: one batch below and one above the
+    problem's, neither shown before; one without has one shape only."""
+    batch = task.size_globals.get("batch_size")
+    if not batch or batch < 2:
+        return []
+    below = rng.randint(max(1, batch // 2), batch - 1)
+    above = batch + rng.randint(1, max(1, batch // 8))
+    return [
+        Trial({"batch_size": b}, _seed(), poisons(rng, 1), held_out=True) for b in (below, above)
+    ]
+
+
+def _kernel_after(kernel: CudaTask, rng: random.Random) -> list[Trial]:
+    """A kernel: a fresh held-out size."""
     sizes = held_out_sizes(kernel, rng)
     for _ in range(8):  # one that is the bench size would be no other size
         if sizes != dict(kernel.bench):
@@ -198,22 +203,33 @@ _DEVICE_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "in
 
 def on_device(task: Task, trial: Trial) -> Trial:
     """`trial`, marked to have its outputs compared on the GPU where that is worth it and
-    possible. A KernelBench problem: every trial (its outputs' sizes are its forward's to
-    decide, known only once it ran; today's problems return up to 14 GB, which in float64
-    could not cross the host). A CUDA task whose own reference runs on the GPU: a trial of
-    one run (a large one, or the post-timing one), outputs the harness allocates (role out,
-    no inout) of at least DEVICE_BYTES in all. The reference's worker compares them there
-    (devcompare.py); a 256 MB output no longer crosses the host twice."""
-    if task.kind == "kernelbench":
-        return replace(trial, device=True)
-    if task.kind != "cuda" or len(trial.poisons) != 1:
+    possible (the reference's worker compares them there, devcompare.py)."""
+    return _KINDS[task.kind].on_device(task, trial)
+
+
+def _every_trial(task: KernelBenchTask, trial: Trial) -> Trial:
+    """A KernelBench problem: every trial (its outputs' sizes are its forward's to decide,
+    known only once it ran; today's problems return up to 14 GB, which in float64 could not
+    cross the host)."""
+    return replace(trial, device=True)
+
+
+def _large_trial(task: CudaTask, trial: Trial) -> Trial:
+    """A CUDA task (its own reference runs on the GPU): a trial of one run (a large one, or
+    the post-timing one), outputs the harness allocates (role out, no inout) of at least
+    DEVICE_BYTES in all; a 256 MB output no longer crosses the host twice."""
+    if len(trial.poisons) != 1:
         return trial
-    task = cast(CudaTask, task)
     outs = [a for a in task.args if a.role in ("out", "inout")]
     if not outs or any(a.role != "out" or a.dtype not in _DEVICE_DTYPES for a in outs):
         return trial
     total = sum(math.prod(task.shape(a, trial.sizes)) * np.dtype(a.dtype).itemsize for a in outs)
     return replace(trial, device=True) if total >= DEVICE_BYTES else trial
+
+
+def _on_the_host(task: Any, trial: Trial) -> Trial:
+    """A C++ task: its expected outputs come from the function, on the CPU."""
+    return trial
 
 
 def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
@@ -270,11 +286,22 @@ def _problem_trials(task: KernelBenchTask, rng: random.Random) -> Planned:
     return trials, shapes, bench
 
 
-# How each task kind's trials are planned.
-_KIND_TRIALS: dict[str, Callable[[Any, random.Random], Planned]] = {
-    "cuda": _kernel_trials,
-    "kernelbench": _problem_trials,
-    "cpp": _kernel_trials,  # its candidates are kernels over its declared arguments
+@dataclass(frozen=True)
+class KindPlan:
+    """How one task kind's check is planned: its trials, the sizes tried after the timing, and
+    which trials are compared on the GPU."""
+
+    trials: Callable[[Any, random.Random], Planned]
+    after_timing: Callable[[Any, random.Random], list[Trial]]
+    on_device: Callable[[Any, Trial], Trial]
+
+
+# Each task kind's plan, looked up by `task.kind`; a C++ task's candidates are kernels over its
+# declared arguments.
+_KINDS: dict[str, KindPlan] = {
+    "cuda": KindPlan(_kernel_trials, _kernel_after, _large_trial),
+    "kernelbench": KindPlan(_problem_trials, _problem_after, _every_trial),
+    "cpp": KindPlan(_kernel_trials, _kernel_after, _on_the_host),
 }
 
 

@@ -29,7 +29,7 @@ DEFAULT_ROUNDS = 5
 
 HELP = """\
 Say what you want, or use a command:
-  /load PATH        load a task: a directory, name.toml, name.cu or a KernelBench .py
+  /load PATH        load a task: a directory, name.toml, name.cu, name.cpp or a KernelBench .py
                     ("load examples/softmax")
   /profile          time and profile the kernel ("profile it")
   /optimize [N]     run the loop for N candidates, default 5 ("optimize for 10 rounds";

@@ -92,7 +92,10 @@ def doctor(
 @app.command()
 def check(
     task: Annotated[
-        Path, typer.Argument(help="A task: directory, name.toml, name.cu, or a KernelBench .py.")
+        Path,
+        typer.Argument(
+            help="A task: directory, name.toml, name.cu, name.cpp, or a KernelBench .py."
+        ),
     ],
     candidate: Annotated[
         Path | None,
@@ -159,7 +162,9 @@ def check(
 def optimize(
     task: Annotated[
         Path,
-        typer.Argument(help="A task: directory, name.toml, name.cu, or a KernelBench .py."),
+        typer.Argument(
+            help="A task: directory, name.toml, name.cu, name.cpp, or a KernelBench .py."
+        ),
     ],
     model: ModelFlag = None,
     budget: Annotated[int, typer.Option(min=1, help="Candidates to try at most.")] = 10,

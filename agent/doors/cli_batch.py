@@ -88,7 +88,8 @@ def batch(
     """Optimize every task in a folder, one after another or on several GPUs at once, and
     write a report.
 
-    Tasks are name.cu + name.toml pairs and KernelBench .py problems anywhere under DIRECTORY.
+    Tasks are name.cu or name.cpp + name.toml pairs and KernelBench .py problems anywhere under
+    DIRECTORY.
     Each task's best kernel is then tuned (--no-tune: not), and the report shows the gain.
     The report in --out: report.html (self-contained, with plots), report.md, batch.json and
     tasks/NAME.json; exit status 1 when a task failed."""

@@ -66,7 +66,7 @@ def test_every_kind_has_its_row_in_each_table_keyed_by_kind() -> None:
     assert {"cuda", "kernelbench"} <= kinds
     for table in (
         judge.OUTPUTS,
-        plan._KIND_TRIALS,
+        plan._KINDS,
         sanitize.KIND_TOOLS,
         signature._SIGNATURES,
         signature._OP_CLASSES,
