@@ -54,23 +54,29 @@ def native_scale(ref_header: dict[str, Any], j: int) -> float:
 
 
 def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) -> TrialResult:
-    """A trial on inputs scaled up (plan.SCALES), judged as any trial where PyTorch's own
-    forward in the problem's dtypes stayed finite and within SCALE_MAX's widening of float64
-    there; else not counted, whatever the candidate gave: it is held to the problem's own
-    numerics, never beyond them. Neither the scale nor that measure comes from the candidate."""
+    """A trial on inputs scaled up (plan.SCALES; half of each span negated), judged as any
+    trial where the float64 forward stayed finite (the op is defined there) and PyTorch's own
+    forward in the problem's dtypes stayed finite and within SCALE_MAX's widening of float64;
+    else not counted, whatever the candidate gave: it is held to the problem's own numerics,
+    never beyond them. Neither the scale nor those measures come from the candidate."""
     scale = trial.scale
     slack = ref_header.get("native_slack")
-    usable = (
+    nonfinite = ref_header.get("float64_nonfinite", 0)
+    near = (
         isinstance(slack, list)
         and len(slack) > 0
         and all(
             isinstance(v, int | float) and v >= 0 and v * SLACK_TIMES < SCALE_MAX for v in slack
         )
     )
-    if not usable:
-        why = (
-            f"not counted: on inputs x{scale:g}, PyTorch's own forward in the problem's dtypes "
-            + ("is not near float64" if isinstance(slack, list) else "had no float64 to meet")
+    defined = type(nonfinite) is int and nonfinite == 0
+    if not (near and defined):
+        why = f"not counted: on inputs x{scale:g}, " + (
+            "PyTorch's own forward in the problem's dtypes had no float64 to meet"
+            if not isinstance(slack, list)
+            else "the float64 forward is not finite (the op is not defined there)"
+            if not defined
+            else "PyTorch's own forward in the problem's dtypes is not near float64"
         )
         return result.model_copy(
             update={"scale": scale, "counted": False, "ok": True, "reason": why}
@@ -78,7 +84,8 @@ def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) 
     reason = (
         result.reason
         if result.ok
-        else f"on inputs x{scale:g} (a span of get_inputs()'s, scaled): {result.reason}"
+        else f"on inputs x{scale:g} (a span of get_inputs()'s, scaled, half of it negated): "
+        f"{result.reason}"
     )
     return result.model_copy(update={"scale": scale, "reason": reason})
 

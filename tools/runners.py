@@ -148,9 +148,10 @@ def release_guards() -> None:
     _guards.clear()
 
 
-# The share of an input a scaled trial multiplies: a span at an offset drawn from the trial's
-# seed, never the whole input, so that code looking at a few elements (the first row, the last)
-# to choose a careful path for wide inputs is seen taking its careless one on the rest.
+# The share of an input a scaled trial multiplies (half of it negated, _scaled): a span at an
+# offset drawn from the trial's seed, never the whole input, so that code looking at a few
+# elements (the first row, the last) to choose a careful path for wide inputs is seen taking its
+# careless one on the rest.
 SPAN_FRACTIONS = (2, 8, 64)
 
 
@@ -165,15 +166,20 @@ def scaled_span(n: int, seed: int, index: int) -> tuple[int, int]:
 
 
 def _scaled(x: Any, scale: float, seed: int, index: int) -> Any:
-    """Input `index` of a scaled trial: its span (scaled_span) multiplied by `scale`, in place
-    (a strided input: whole rows of its first dimension); an expanded tensor, whose elements
-    share memory (a written row would change them all), made whole first. Alike in both
-    workers: the same tensors from the same seed take the same path."""
+    """Input `index` of a scaled trial: its span (scaled_span) multiplied by `scale`, in place,
+    the span's first half by `scale` and its second by `-scale` (a strided input: whole rows of
+    its first dimension). Negated too because many problems draw only non-negative inputs
+    (torch.rand): code that leaves out an abs or a relu there is right on every one of them.
+    An expanded tensor, whose elements share memory (a written row would change them all), is
+    made whole first. Alike in both workers: the same tensors from the same seed take the same
+    path."""
     if any(step == 0 and n > 1 for step, n in zip(x.stride(), x.shape, strict=True)):
         x = x.contiguous()
     part = x.view(-1) if x.is_contiguous() else x
     start, stop = scaled_span(len(part), seed, index)
-    part[start:stop].mul_(scale)
+    mid = start + (stop - start + 1) // 2
+    part[start:mid].mul_(scale)
+    part[mid:stop].mul_(-scale)
     return x
 
 

@@ -225,6 +225,22 @@ def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> 
     return slack
 
 
+def float64_nonfinite(samples: list[Any], out64: Any) -> int:
+    """How many sampled elements of the float64 outputs are NaN or infinite: where the float64
+    forward itself is not finite on a trial's inputs, the op is not defined there, and a trial
+    on inputs scaled up (judge.scaled_trial) does not count."""
+    import torch
+
+    outs = out64 if isinstance(out64, tuple | list) else (out64,)
+    count = 0
+    for picked, o64 in zip(samples, outs, strict=False):
+        if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
+            continue
+        truth = o64.detach().reshape(-1)[:: picked[1]]
+        count += int((~torch.isfinite(truth)).sum())
+    return count
+
+
 def _room_for_float64(need: dict[str, int] | None) -> bool:
     """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
     inputs and outputs beside the native inputs and model held), and then, beside its float64
@@ -277,6 +293,7 @@ def _expected(
         precision = "PyTorch eager in float64"
         out = _float64(runner, weights, sizes, inputs) if room else None
         slack = None if out is None else native_slack(samples, out, native_meta)
+        nonfinite = None if out is None else float64_nonfinite(samples, out)
         del samples
         if out is None:
             torch.cuda.empty_cache()
@@ -300,6 +317,7 @@ def _expected(
         }
         if slack is not None:
             header["native_slack"] = slack
+            header["float64_nonfinite"] = nonfinite
         if not (on_gpu and trial.get("device")):
             arrays, _ = outputs(out)
             del out

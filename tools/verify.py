@@ -469,7 +469,7 @@ class Verifier:
                     task, rounds.ref, rounds.cand, judge.round_scales(scales, wide, scale)
                 )
                 if verdict and scale != 1.0:
-                    why = f"{why} (on inputs x{scale:g}: get_inputs()'s, a span scaled)"
+                    why += f" (on inputs x{scale:g}: get_inputs()'s, a span scaled, half negated)"
                 if not verdict:
                     verdict, why = side.audit(task, rounds)
                 if after_rounds:  # the reference's "done", then the trials it runs after
@@ -891,10 +891,10 @@ def _passed(
     held = f" (held out: {', '.join(shown)})" if shown else ""
     article = "the " if reference.endswith(("reference", "kernel")) else ""
     wide = judge.widened(scales or {})
-    scaled = dict.fromkeys(f"x{t.scale:g}" for t in results if t.scale != 1.0 and t.counted)
+    scaled = dict.fromkeys(f"x±{t.scale:g}" for t in results if t.scale != 1.0 and t.counted)
     on = f", inputs also {', '.join(scaled)}" if scaled else ""
     if timed_scale != 1.0:
-        on += f" (every timed call's x{timed_scale:g} too)"
+        on += f" (every timed call's x±{timed_scale:g} too)"
     skipped = next((t.reason for t in results if not t.counted), "")
     return (
         f"{len(results)} trials over {len(shapes)} shapes{held}{on}, against {article}"

@@ -331,6 +331,7 @@ def test_discovery_finds_both_formats_and_says_what_it_passed_over(tmp_path: Pat
         ("bad", "cuda"),  # broken TOML beside its .cu: a task, which will fail with the reason
         ("gelu", "cuda"),
         ("kb/clamp_rows", "kernelbench"),
+        ("kb/l1_rows", "kernelbench"),
         ("kb/relu_mlp", "kernelbench"),
         ("kb/softmax_rows", "kernelbench"),
     ]

@@ -363,7 +363,7 @@ def test_a_candidate_as_far_off_as_tf32_passes_where_the_reference_was_too_and_n
 # --- a trial on inputs scaled up (plan.SCALES) ------------------------------------------------
 
 
-def _scaled(ok: bool, slack: Any) -> Any:
+def _scaled(ok: bool, slack: Any, nonfinite: Any = 0) -> Any:
     from kernelwright.tools.results import TrialResult
 
     trial = Trial({"batch_size": 70}, 5, (1,), held_out=True, scale=64.0)
@@ -373,6 +373,7 @@ def _scaled(ok: bool, slack: Any) -> Any:
     header: dict[str, Any] = {"type": "expected"}
     if slack is not None:
         header["native_slack"] = slack
+        header["float64_nonfinite"] = nonfinite
     return judge.scaled_trial(result, trial, header)
 
 
@@ -381,7 +382,9 @@ def test_a_scaled_trial_counts_where_pytorchs_own_forward_holds() -> None:
     the trial is judged as any other, its reason saying the inputs were scaled."""
     wrong = _scaled(False, [0.5, 2.0])
     assert not wrong.ok and wrong.counted and wrong.scale == 64.0
-    assert wrong.reason == "on inputs x64 (a span of get_inputs()'s, scaled): has NaN at 3"
+    assert wrong.reason == (
+        "on inputs x64 (a span of get_inputs()'s, scaled, half of it negated): has NaN at 3"
+    )
     right = _scaled(True, [0.0])
     assert right.ok and right.counted and right.reason == ""
 
@@ -415,7 +418,7 @@ def test_a_passing_checks_reason_names_the_scaled_inputs_and_what_did_not_count(
     held = TrialResult(sizes={"batch_size": 70}, held_out=True, ok=True)
     counted = held.model_copy(update={"scale": 32.0})
     assert _passed([plain, held, counted], "PyTorch eager in float64") == (
-        "3 trials over 2 shapes (held out: batch_size=70), inputs also x32, against PyTorch "
+        "3 trials over 2 shapes (held out: batch_size=70), inputs also x±32, against PyTorch "
         "eager in float64"
     )
     skipped = _scaled(False, None)
@@ -454,6 +457,23 @@ def test_a_passing_checks_reason_says_its_timed_calls_were_scaled() -> None:
     plain = TrialResult(sizes={}, ok=True)
     counted = plain.model_copy(update={"scale": 128.0})
     assert _passed([plain, counted], "PyTorch eager in float64", None, 128.0) == (
-        "2 trials over 1 shapes, inputs also x128 (every timed call's x128 too), against "
+        "2 trials over 1 shapes, inputs also x±128 (every timed call's x±128 too), against "
         "PyTorch eager in float64"
     )
+
+
+@pytest.mark.parametrize("nonfinite", [1, 4096, -1, None, "0", 0.0])
+def test_a_scaled_trial_where_the_float64_forward_is_not_finite_is_not_counted(
+    nonfinite: Any,
+) -> None:
+    """Half of each scaled span is negated: where the float64 forward is NaN or infinite there
+    (a log or a square root of inputs get_inputs() draws only positive), the op is not defined
+    on those inputs, and the trial does not count, whatever PyTorch's own forward did; a
+    header that does not say a whole count of none counts as not finite."""
+    got = _scaled(False, [0.0], nonfinite)
+    assert got.ok and not got.counted
+    assert got.reason == (
+        "not counted: on inputs x64, the float64 forward is not finite (the op is not "
+        "defined there)"
+    )
+    assert _scaled(False, [0.0], 0).counted  # finite: judged as any trial

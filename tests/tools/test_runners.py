@@ -36,10 +36,18 @@ def test_a_scaled_trial_scales_a_span_drawn_from_its_seed_never_the_whole_input(
     assert runners.scaled_span(1, 3, 0) == (0, 1) and runners.scaled_span(5, 3, 0)[1] <= 5
 
 
+def _signs(start: int, stop: int, scale: float) -> list[float]:
+    """What a scaled span's elements are multiplied by: its first half by the scale, its
+    second by minus the scale."""
+    mid = start + (stop - start + 1) // 2
+    return [scale] * (mid - start) + [-scale] * (stop - mid)
+
+
 def test_a_scaled_inputs_span_is_multiplied_in_place_whatever_its_layout() -> None:
     """Contiguous: the span of its elements; strided (a transposed matrix): whole rows of its
     first dimension; an expanded tensor, which cannot be written in place: made whole first.
-    Where torch is installed (the GPU machine; not CI)."""
+    The span's first half is scaled, its second negated too. Where torch is installed (the GPU
+    machine; not CI)."""
     torch = pytest.importorskip("torch")
     x = torch.randn(64, 48)
     keep = x.clone()
@@ -47,23 +55,29 @@ def test_a_scaled_inputs_span_is_multiplied_in_place_whatever_its_layout() -> No
     start, stop = runners.scaled_span(64 * 48, 11, 0)
     assert got is x  # in place
     flat, want = got.reshape(-1), keep.reshape(-1)
-    assert torch.equal(flat[start:stop], want[start:stop] * 32)
+    times = torch.tensor(_signs(start, stop, 32.0))
+    assert torch.equal(flat[start:stop], want[start:stop] * times)
+    assert (times < 0).any() and (times > 0).any()
     assert torch.equal(flat[:start], want[:start]) and torch.equal(flat[stop:], want[stop:])
 
     t = torch.randn(48, 64).t()  # strided
     keep = t.clone()
     start, stop = runners.scaled_span(64, 5, 1)
     got = runners._scaled(t, 64.0, 5, 1)
-    assert torch.equal(got[start:stop], keep[start:stop] * 64)
+    times = torch.tensor(_signs(start, stop, 64.0)).unsqueeze(1)  # whole rows
+    assert torch.equal(got[start:stop], keep[start:stop] * times)
     assert torch.equal(got[:start], keep[:start]) and torch.equal(got[stop:], keep[stop:])
 
     e = torch.randn(1, 40).expand(8, 40)  # one row's memory for all eight
     got = runners._scaled(e, 128.0, 3, 2)
     start, stop = runners.scaled_span(8 * 40, 3, 2)
+    times = torch.tensor(_signs(start, stop, 128.0))
     assert got.is_contiguous() and torch.equal(
-        got.reshape(-1)[start:stop], e.reshape(-1)[start:stop] * 128
+        got.reshape(-1)[start:stop], e.reshape(-1)[start:stop] * times
     )
+    # one element: scaled, not negated (the span's first half is all of it)
     assert torch.equal(runners._scaled(torch.tensor(1.5), 32.0, 1, 0), torch.tensor(48.0))
+    assert _signs(4, 5, 2.0) == [2.0] and _signs(4, 7, 2.0) == [2.0, 2.0, -2.0]
 
 
 def test_a_tensor_get_inputs_keeps_is_scaled_as_a_copy_never_again_in_place() -> None:
@@ -80,7 +94,8 @@ def test_a_tensor_get_inputs_keeps_is_scaled_as_a_copy_never_again_in_place() ->
     again = runner._scaled_all([kept], 32.0, 6)[0]
     assert again is not kept and torch.equal(kept, snap)  # a copy scaled; kept as it was
     start, stop = runners.scaled_span(4096, 6, 0)
-    assert torch.equal(again[start:stop], snap[start:stop] * 32)
+    times = torch.tensor(_signs(start, stop, 32.0))
+    assert torch.equal(again[start:stop], snap[start:stop] * times)
     assert torch.equal(again[:start], snap[:start]) and torch.equal(again[stop:], snap[stop:])
     fresh = torch.ones(4096)
     assert runner._scaled_all([fresh], 32.0, 7)[0] is fresh
