@@ -5,7 +5,7 @@ inputs are what tell the two apart."""
 import torch
 import torch.nn as nn
 
-batch_size = 4096
+batch_size = 8192
 dim = 16384
 
 
