@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
 import signal
@@ -79,8 +80,32 @@ def _unexpected(phase: str, exc: Unexpected) -> str:
     return cap(f"{phase}: outputs are not the reference's ({exc})", 500)
 
 
+@functools.cache
+def one_gpu() -> dict[str, str]:
+    """What pins every worker to the one GPU a check runs on: the first that the controller's
+    CUDA_VISIBLE_DEVICES names, or where it names none and the machine has several, the first
+    in PCI order (by UUID, CUDA's order set to match). The reference runs on one GPU; a
+    candidate's process that reached a second could split its work over both and read faster
+    than any kernel is. {} where there is nothing to pin (one GPU, or NVML cannot say)."""
+    from . import nvml
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return {"CUDA_VISIBLE_DEVICES": visible.split(",")[0].strip()}
+    try:
+        with nvml.nvml() as n:
+            if n.nvmlDeviceGetCount() < 2:
+                return {}
+            uid = n.nvmlDeviceGetUUID(n.nvmlDeviceGetHandleByIndex(0))
+    except Exception:  # NoGpuError, NVMLError: the workers find out for themselves
+        return {}
+    uid = uid.decode() if isinstance(uid, bytes) else str(uid)
+    return {"CUDA_VISIBLE_DEVICES": uid, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
 def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in _KEEP if k in os.environ}
+    env.update(one_gpu())
     # The worker must import kernelwright exactly as the controller does.
     paths = [p for p in sys.path if p and Path(p).is_dir()]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))

@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -264,3 +265,55 @@ def test_the_real_worker_runs_without_address_randomization() -> None:
             time.sleep(0.01)
         assert flags & ADDR_NO_RANDOMIZE, box.log_tail()
         assert box.alive(), box.log_tail()  # the exec kept its channel and went on
+
+
+def test_every_worker_sees_one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check's workers are pinned to one GPU: the first the controller's CUDA_VISIBLE_DEVICES
+    names, or the first of several in PCI order by UUID; nothing is pinned on a machine of one
+    GPU or where NVML cannot say."""
+    import contextlib
+    import types
+
+    from kernelwright.tools import nvml, sandbox
+
+    def machine(count: int) -> Any:
+        fake = types.SimpleNamespace(
+            nvmlDeviceGetCount=lambda: count,
+            nvmlDeviceGetHandleByIndex=lambda i: f"handle {i}",
+            nvmlDeviceGetUUID=lambda h: b"GPU-1111" if h == "handle 0" else b"GPU-2222",
+        )
+        return contextlib.contextmanager(lambda: (yield fake))
+
+    def pinned(visible: str | None, count: int) -> dict[str, str]:
+        if visible is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        monkeypatch.setattr(nvml, "nvml", machine(count))
+        sandbox.one_gpu.cache_clear()
+        try:
+            return sandbox.one_gpu()
+        finally:
+            sandbox.one_gpu.cache_clear()
+
+    assert pinned("2,3", 8) == {"CUDA_VISIBLE_DEVICES": "2"}
+    assert pinned("GPU-abcd, GPU-ef01", 8) == {"CUDA_VISIBLE_DEVICES": "GPU-abcd"}
+    assert pinned("", 8) == {"CUDA_VISIBLE_DEVICES": ""}  # none: none
+    assert pinned(None, 4) == {
+        "CUDA_VISIBLE_DEVICES": "GPU-1111",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
+    assert pinned(None, 1) == {}
+
+    def no_gpu() -> Any:
+        raise nvml.NoGpuError("no NVIDIA GPU here")
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(nvml, "nvml", no_gpu)
+    sandbox.one_gpu.cache_clear()
+    assert sandbox.one_gpu() == {}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    sandbox.one_gpu.cache_clear()
+    env = scrubbed_env(Path(tempfile.mkdtemp()))
+    sandbox.one_gpu.cache_clear()
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"
