@@ -29,6 +29,7 @@ from kernelwright.tools.spec import CompileOptions, CudaCandidate, CudaTask
 from kernelwright.tools.tune import Config
 
 BUILDS_PER_CHECK = 4  # builds at most per configuration the budget allows: the CPU's share
+NOT_ASKED = "numerics not tried: not asked for (--numerics, or numerics = true under [tune])"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Tuning:
     left: int = 0  # configurations of the space neither checked nor dropped
     seconds: float = 0.0
     remembered: int = 0  # earlier winners (the memory's) tried first
+    numerics: str = NOT_ASKED  # one line: the approximations tried, and why not the others
 
     @property
     def gain(self) -> float:
@@ -110,6 +112,7 @@ class Tuning:
             "dropped": [{"config": c.describe(), "why": why} for c, why in self.dropped],
             "left_unchecked": self.left,
             "remembered": self.remembered,
+            "numerics": self.numerics,
             "seconds": self.seconds,
         }
 
@@ -129,8 +132,9 @@ def tune(
     first: Sequence[Mapping[str, Any]] = (),
 ) -> Tuning:
     """Tune `candidate` (its own configuration is where the search starts; it stays if nothing
-    beats it). `numerics`: also try approximations (fast math, flush-to-zero, approximate
-    division and sqrt); the verifier checks each against the task's tolerance as always.
+    beats it). `numerics`: also try the approximations (fast math, flush-to-zero, approximate
+    division and sqrt) whose documented error the task's tolerance allows (tools/numerics.py);
+    the verifier checks each against the tolerance as always.
     `first`: configurations to try before the search's own (earlier winners, as
     Config.settings), where this kernel's space has them."""
     say = progress or (lambda _m: None)
@@ -155,6 +159,9 @@ def tune(
     start = space.config(space.origin)
     same.check(start.options, space_of.launch_key(task, candidate), start.describe(), space.origin)
     result = Tuning(candidate, baseline, candidate, baseline, start, remembered=len(remembered))
+    if numerics:
+        result.numerics = space.numerics
+        say(space.numerics)
     say(f"searching {search.size} configurations, {budget} checks at most")
     built = 0
     while len(result.tried) < budget and built < budget * BUILDS_PER_CHECK:
@@ -199,6 +206,9 @@ def sidecar(candidate: CudaCandidate) -> str:
         lines.append(f"maxrregcount = {o.maxrregcount}")
     if o.ptxas_level is not None:
         lines.append(f"ptxas_level = {o.ptxas_level}")
+    for name in ("max_threads_per_block", "min_blocks_per_sm"):
+        if getattr(o, name) is not None:
+            lines.append(f"{name} = {getattr(o, name)}")
     for name in ("fast_math", "ftz"):
         if getattr(o, name):
             lines.append(f"{name} = true")
@@ -316,5 +326,7 @@ def tune_markdown(data: Mapping[str, Any]) -> str:
     if "error" in data:
         return "\n".join([*lines, f"not tuned: {data['error']}"]) + "\n"
     header, rows = tune_rows(data)
-    lines += [f"- {tune_outcome(data)}", "", *markdown_table(header, rows)]
+    lines += [f"- {tune_outcome(data)}"]
+    lines += [f"- {data['numerics']}"] if data.get("numerics") else []
+    lines += ["", *markdown_table(header, rows)]
     return "\n".join(lines) + "\n"

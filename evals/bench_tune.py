@@ -4,10 +4,12 @@
         [--minutes 3] [--numerics] [--json FILE]
 
 For each example, tune its hand-written candidates/faster.cu (its knobs, which its launch
-follows) and its naive reference kernel (its block shape, derived from the task's launch), and
-print per kernel the configurations checked, dropped unchecked (same code and launch, or no
-build), the time spent, the best configuration and its gain over the kernel as given, and the
-three configurations that read the highest gains (kept or not; --json holds every one); then the
+follows) and its naive reference kernel (its block shape, derived from the task's launch), each
+over tune's whole space (register caps, ptxas levels and launch bounds too; with --numerics the
+approximations the task's tolerance allows, and the line saying which), and print per kernel
+the configurations checked, dropped unchecked (same code and launch, or no build), the time
+spent, the best configuration and its gain over the kernel as given, and the three
+configurations that read the highest gains (kept or not; --json holds every one); then the
 geometric mean gain over the already-optimized kernels (issue 16's target: at least +9%, no
 kernel slower, at most 3 minutes a kernel). The gains are the verifier's own: per-round
 speedup medians against the task's reference on the same inputs, in one process, side by side.
@@ -71,6 +73,7 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
                         "gain": found.gain,  # never below 1: only a clear gain is kept
                         # each configuration checked: its verdict, speedup and gain
                         "tried": found.as_json()["tried"],
+                        "numerics": found.numerics,
                     }
                 )
                 row = rows[-1]  # said as it ends: a run cut short keeps what it measured
@@ -82,6 +85,8 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
                 gains = sorted(
                     (t for t in row["tried"] if t["gain"]), key=lambda t: -float(t["gain"])
                 )
+                if numerics:
+                    print(f"  {found.numerics}", flush=True)
                 print(
                     "  highest: "
                     + "; ".join(f"{t['config']} {float(t['gain']):.3f}" for t in gains[:3]),

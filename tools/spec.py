@@ -178,6 +178,10 @@ class CompileOptions(Frozen):
     prec_div: bool = True  # False: approximate division
     prec_sqrt: bool = True  # False: approximate square root
     ptxas_level: int | None = Field(default=None, ge=0, le=3)  # ptxas -O level (default 3)
+    # launch bounds given to ptxas, as __launch_bounds__(max_threads_per_block,
+    # min_blocks_per_sm) would be, without editing the source (one the source declares wins)
+    max_threads_per_block: int | None = Field(default=None, ge=1, le=1024)
+    min_blocks_per_sm: int | None = Field(default=None, ge=1, le=32)
 
     @field_validator("defines")
     @classmethod
@@ -205,6 +209,12 @@ class CompileOptions(Frozen):
             out.append(f"{dash}prec-sqrt=false")
         if self.ptxas_level is not None:
             out.append(f"--ptxas-options=-O{self.ptxas_level}")
+        # one --ptxas-options each: NVRTC builds "--maxntid=256,--minnctapersm=2" as if neither
+        # were given, and ptxas ignores --minnctapersm without a thread count
+        if self.max_threads_per_block is not None:
+            out.append(f"--ptxas-options=--maxntid={self.max_threads_per_block}")
+        if self.min_blocks_per_sm is not None:
+            out.append(f"--ptxas-options=--minnctapersm={self.min_blocks_per_sm}")
         return tuple(out)
 
     @property

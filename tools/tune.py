@@ -5,22 +5,25 @@ reaches sm_90, so here the knobs are the compiler's and the launch's).
 The space, one dimension each: the kernel's own `#ifndef NAME` knobs (Kernel Tuner's
 convention; a launch that names them follows them), the block shape where the kernel does not
 choose it through a knob (derived from the launch's expressions: see `derived_block`), a
-register cap, the ptxas level and, where asked, the numeric approximations. A configuration
-whose machine code and launch are those of one already seen is dropped before any GPU time is
-spent on it. The rule: a configuration is kept only if it is correct and at least 2% faster than
-the best so far, with spreads that do not overlap.
+register cap, the ptxas level, launch bounds given to ptxas (the block's threads and the fewest
+blocks an SM should hold) and, where asked, the numeric approximations the task's tolerance
+allows (`numerics`). A configuration whose machine code and launch are those of one already seen
+is dropped before any GPU time is spent on it. The rule: a configuration is kept only if it is
+correct and at least 2% faster than the best so far, with spreads that do not overlap.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import re
 import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import expr
+from . import numerics as approximations
 from .knobs import Knob, knob_values, knobs
 from .results import CheckReport, CompileResult
 from .search import Point
@@ -31,6 +34,10 @@ __all__ = ["Knob", "knobs"]
 GAIN = 1.02  # kept only if at least this much faster than the best so far
 REGISTER_CAPS = (32, 64, 96, 128, 168, 255)
 PTXAS_LEVELS = (1, 2)  # 3 is the default
+# launch bounds: the fewest blocks an SM should hold (ptxas's --minnctapersm, with --maxntid the
+# block's threads); ptxas fits the registers to them, and ignores both beside a register cap
+# and for a kernel that declares its own __launch_bounds__ (neither is searched: the same code)
+MIN_BLOCKS_PER_SM = (1, 2, 4, 8)
 BLOCKS_1D = (64, 128, 256, 512, 1024)
 BLOCKS_X = (8, 16, 32, 64, 128)  # a 2-D block's x (a warp's lanes run along x)
 BLOCKS_Y = (1, 2, 4, 8, 16, 32)
@@ -38,12 +45,6 @@ MAX_THREADS = 1024  # a block's threads at most, on every GPU since Fermi
 MIN_DERIVED_THREADS = 64  # a derived block shape's threads at least: two warps
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
-NUMERICS = {  # the approximations, each as the options it sets
-    "exact": {},
-    "fast math": {"fast_math": True},
-    "flush to zero": {"ftz": True},
-    "approximate division and sqrt": {"prec_div": False, "prec_sqrt": False},
-}
 _AXES = ("X", "Y", "Z")
 
 
@@ -76,6 +77,9 @@ def describe(options: CompileOptions) -> str:
         parts.append(f"maxrregcount {options.maxrregcount}")
     if options.ptxas_level is not None:
         parts.append(f"ptxas -O{options.ptxas_level}")
+    if options.max_threads_per_block is not None:
+        bounds = (options.max_threads_per_block, options.min_blocks_per_sm)
+        parts.append("launch bounds (" + ", ".join(str(b) for b in bounds if b) + ")")
     if options.fast_math:
         parts.append("fast math")
     if options.ftz:
@@ -89,7 +93,7 @@ def describe(options: CompileOptions) -> str:
 
 @dataclass(frozen=True)
 class Dimension:
-    name: str  # a knob's name, "block.x", "maxrregcount", "ptxas", "numerics"
+    name: str  # a knob's name, "block.x", "maxrregcount", "ptxas", "launch_bounds", "numerics"
     values: tuple[Any, ...]
 
 
@@ -127,6 +131,7 @@ class Space:
     dims: list[Dimension]
     origin: Point  # the start's own point
     template: LaunchSpec | None = None  # the derived launch, when the block is searched
+    numerics: str = ""  # one line: which approximations are tried and why not the others
     _valid: dict[Point, str] = field(default_factory=dict)
 
     @property
@@ -148,7 +153,7 @@ class Space:
         options["ptxas_level"] = chosen.get("ptxas", options["ptxas_level"])
         if "numerics" in chosen:
             options.update(fast_math=False, ftz=False, prec_div=True, prec_sqrt=True)
-            options.update(NUMERICS[chosen["numerics"]])
+            options.update(approximations.NUMERICS[chosen["numerics"]])
         launch, block = self.start.launch, tuple[int, ...]()
         if self.template is not None:
             axes = [a for a in range(len(self.template.block)) if f"block.{'xyz'[a]}" in chosen]
@@ -157,18 +162,27 @@ class Space:
             block = tuple(int(b) for b in launch.block)
             if launch.block == (self.start.launch or self.task.launch).block:
                 launch, block = self.start.launch, ()  # the start's own launch, as written
+        if "launch_bounds" in chosen:  # the threads of this configuration's own block
+            threads = block_threads(self.task, launch, self.start.source, defines.items())
+            fits = chosen["launch_bounds"] is not None and 0 < (threads or 0) <= MAX_THREADS
+            options["max_threads_per_block"] = threads if fits else None
+            options["min_blocks_per_sm"] = chosen["launch_bounds"] if fits else None
         return Config(
             CompileOptions.model_validate(options), launch, block, tuple(sorted(chosen.items()))
         )
 
     def problem(self, point: Point) -> str:
-        """Why a point cannot run ("" when it can): its block or grid out of the GPU's limits
-        at some size, or a launch that does not evaluate."""
+        """Why a point is not tried ("" when it is): its block or grid out of the GPU's limits
+        at some size, a launch that does not evaluate, or launch bounds that ptxas would ignore
+        (beside a register cap: its --help says so)."""
         if point not in self._valid:
             config = self.config(point)
+            o = config.options
             self._valid[point] = launch_problem(self.task, config.apply(self.start))
             if config.block and math.prod(config.block) < MIN_DERIVED_THREADS:
                 self._valid[point] = f"block of {math.prod(config.block)} threads: too few"
+            if o.max_threads_per_block is not None and o.maxrregcount is not None:
+                self._valid[point] = "launch bounds beside a register cap: ptxas ignores them"
         return self._valid[point]
 
     def point(self, settings: Mapping[str, Any]) -> Point | None:
@@ -185,8 +199,22 @@ class Space:
 _MISSING = object()
 
 
+def block_threads(
+    task: CudaTask, launch: LaunchSpec | None, source: str, defines: Iterable[tuple[str, int]]
+) -> int | None:
+    """The threads of each block `launch` starts (None: the task's), with the kernel's knobs at
+    these values; None where the block names a size: a size held out could launch more than
+    any bound taken from the known ones."""
+    launch = (launch or task.launch).bind(knob_values(source, defines))
+    try:
+        return math.prod(expr.evaluate_int(b, {}) for b in launch.block)
+    except expr.ExprError:  # a size's name (or a block that does not evaluate)
+        return None
+
+
 def space(task: CudaTask, candidate: CudaCandidate, *, numerics: bool = False) -> Space:
-    """Every configuration of `candidate` to consider, as dimensions around its own values."""
+    """Every configuration of `candidate` to consider, as dimensions around its own values;
+    `numerics`: the approximations too, those the task's tolerance allows."""
     dims: list[Dimension] = []
     current = knob_values(candidate.source, candidate.options.defines)
     limits = dict(candidate.tune_values)
@@ -202,10 +230,23 @@ def space(task: CudaTask, candidate: CudaCandidate, *, numerics: bool = False) -
     o = candidate.options
     dims.append(_dim("maxrregcount", (None, *REGISTER_CAPS), o.maxrregcount))
     dims.append(_dim("ptxas", (None, *PTXAS_LEVELS), o.ptxas_level))
+    threads = block_threads(task, candidate.launch, candidate.source, o.defines)
+    own = (o.max_threads_per_block, o.min_blocks_per_sm)
+    declared = re.search(
+        r"\b__launch_bounds__\s*\(", approximations.without_comments(candidate.source)
+    )
+    # bounds set by hand otherwise than tune sets them (threads alone, or others) stay as they are
+    if threads and not declared and (own == (None, None) or (own[0] == threads and own[1])):
+        dims.append(_dim("launch_bounds", (None, *MIN_BLOCKS_PER_SM), o.min_blocks_per_sm))
+    note = ""
     if numerics:
-        dims.append(Dimension("numerics", tuple(NUMERICS)))
+        allowed, note = approximations.allowed(task, candidate.source)
+        now = approximations.now(o)
+        if allowed or now != "exact":
+            values = (n for n in approximations.NUMERICS if n in allowed or n in ("exact", now))
+            dims.append(Dimension("numerics", tuple(values)))
     origin = tuple(_index(d, candidate, current, launch) for d in dims)
-    return Space(task, candidate, dims, origin, template)
+    return Space(task, candidate, dims, origin, template, note)
 
 
 def _dim(name: str, values: Iterable[Any], start: Any) -> Dimension:
@@ -222,12 +263,9 @@ def _index(d: Dimension, cand: CudaCandidate, knob_now: dict[str, int], launch: 
     if d.name.startswith("block."):
         return d.values.index(int(launch.block["xyz".index(d.name[-1])]))
     if d.name == "numerics":
-        now = next(
-            (k for k, v in NUMERICS.items() if v and all(getattr(o, f) == x for f, x in v.items())),
-            "exact",
-        )
-        return d.values.index(now)
-    return d.values.index({"maxrregcount": o.maxrregcount, "ptxas": o.ptxas_level}[d.name])
+        return d.values.index(approximations.now(o))
+    now = {"maxrregcount": o.maxrregcount, "ptxas": o.ptxas_level}
+    return d.values.index({**now, "launch_bounds": o.min_blocks_per_sm}[d.name])
 
 
 def launch_problem(task: CudaTask, candidate: CudaCandidate) -> str:

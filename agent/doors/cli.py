@@ -292,16 +292,17 @@ def tune(
     """Search a correct kernel's knobs, block shape and compile options on this GPU, no model.
 
     Its #ifndef knobs (a launch in its .toml may name them), its block shape where the launch
-    fixes it, a register cap, the ptxas level; earlier winners on this GPU architecture are
-    tried first, and each configuration checked is remembered. One is kept only if the
-    verifier finds it correct and at least 2% faster with spreads apart; then NAME.tuned.cu
-    and NAME.tuned.toml are written beside the kernel (check them with `kernelwright check
-    TASK NAME.tuned.cu`)."""
+    fixes it, a register cap, the ptxas level, launch bounds given to ptxas, and with
+    --numerics the approximations the task's tolerance allows; earlier winners on this GPU
+    architecture are tried first, and each configuration checked is remembered. One is kept
+    only if the verifier finds it correct and at least 2% faster with spreads apart; then
+    NAME.tuned.cu and NAME.tuned.toml are written beside the kernel (check them with
+    `kernelwright check TASK NAME.tuned.cu`)."""
     from rich.text import Text
 
     from kernelwright.agent.doors import jobs
     from kernelwright.agent.formats import tune_outcome, tune_table
-    from kernelwright.agent.tune import write_tuned
+    from kernelwright.agent.tune import NOT_ASKED, write_tuned
     from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 
     settings = load(compile_backend=backend.value if backend else None)
@@ -334,6 +335,8 @@ def tune(
     if (table := tune_table(data, f"{loaded.name}: configurations checked")) is not None:
         out.print(table)
     out.print(Text(tune_outcome(data)), soft_wrap=True)
+    if data.get("numerics", NOT_ASKED) != NOT_ASKED:  # what was tried, and why not the rest
+        out.print(Text(str(data["numerics"])), soft_wrap=True)
     if written is not None:
         out.print(Text(f"written: {written} (+ .toml)"), soft_wrap=True)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 from kernelwright.agent import options
 from kernelwright.agent.doors.cli import app
 from kernelwright.agent.settings import Settings
-from kernelwright.agent.tune import remembered_tune, sidecar, tune, write_tuned
+from kernelwright.agent.tune import remembered_tune, sidecar, tune, tune_markdown, write_tuned
 from kernelwright.memory.embeddings import CodeHashEmbedding
 from kernelwright.memory.store import ChromaStore
 from kernelwright.memory.tunings import TuneMemory
-from kernelwright.tools import nvml
+from kernelwright.tools import numerics, nvml
 from kernelwright.tools import tune as space
 from kernelwright.tools.builds import compiler_identity
 from kernelwright.tools.compile import compile_in_sandbox
@@ -117,16 +117,16 @@ def test_knobs_and_the_space(gelu: Any) -> None:
     assert space.Knob("UNROLL", 1).values() == (1, 2, 4, 8)
     found = space.space(task, cand)
     # the kernel names no block knob and the task's grid divides by its block: block shapes too
-    assert [d.name for d in found.dims] == ["TILE", "block.x", "maxrregcount", "ptxas"]
+    names = ["TILE", "block.x", "maxrregcount", "ptxas", "launch_bounds"]
+    assert [d.name for d in found.dims] == names
     assert found.dims[1].values == (64, 128, 256, 512, 1024)
+    assert found.dims[4].values == (None, 1, 2, 4, 8)  # none, or the fewest blocks an SM holds
     start = found.config(found.origin)
     assert start.apply(cand) == cand and start.describe() == "defaults"  # the start is as given
-    moved = found.config((3, 1, 0, 0))
+    moved = found.config((3, 1, 0, 0, 0))
     assert moved.options.defines == (("TILE", 8),) and moved.describe() == "block 128, TILE=8"
     assert moved.launch is not None and moved.launch.grid == ("ceil_div(N, 128)",)
-    assert not any(not found.config(p).options.exact for p in [found.origin, (0, 0, 1, 1)])
-    numerics = space.space(task, cand, numerics=True)
-    assert numerics.dims[-1].name == "numerics" and len(numerics.dims[-1].values) == 4
+    assert not any(not found.config(p).options.exact for p in [found.origin, (0, 0, 1, 1, 2)])
 
 
 def test_block_shapes_follow_the_launch_or_the_kernels_knobs(gelu: Any) -> None:
@@ -279,14 +279,16 @@ def test_earlier_winners_on_this_arch_are_tried_first_and_each_check_is_remember
     gpu = LandscapeGpu(tile8_block128)
     again = remembered_tune(settings, task, cand, gpu, arch="sm_90", run_id="gelu-tune-2", budget=2)
     assert again.remembered == 1
-    assert gpu.checked[1].options.defines == (("TILE", 8),)  # the winner, right after the start
+    winner = gpu.checked[1]
+    assert winner.options.defines == (("TILE", 8),)  # the winner, right after the start
     assert again.best_config.describe() == "block 128, TILE=8"
+    # the search's own first step may move TILE alone: the winner is TILE=8 at 128 threads
     elsewhere = LandscapeGpu(tile8_block128)
     remembered_tune(settings, task, cand, elsewhere, arch="sm_80", run_id="gelu-tune-3", budget=1)
-    assert elsewhere.checked[1].options.defines != (("TILE", 8),)  # another arch: not tried first
+    assert elsewhere.checked[1] != winner  # another arch: not tried first
     off = LandscapeGpu(tile8_block128)
     remembered_tune(settings, task, cand, off, arch="sm_90", run_id="x", budget=1, memory=False)
-    assert off.checked[1].options.defines != (("TILE", 8),)
+    assert off.checked[1] != winner
 
 
 def test_the_command(
@@ -307,6 +309,7 @@ def test_the_command(
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["best"] == "block 128, TILE=8" and out["gain"] == pytest.approx(1.1025)
+    assert out["numerics"].startswith("numerics not tried: not asked for")
     assert Path(out["written"]).with_suffix(".toml").is_file()
     assert not (tmp_path / "data" / "memory").exists()  # --no-memory: nothing written
     table = CliRunner().invoke(app, ["tune", task.path, cand.path, "--budget", "3"], env=env)
@@ -314,6 +317,13 @@ def test_the_command(
     assert "configurations checked" in table.stdout and "defaults (as given)" in table.stdout
     assert "nothing beat the kernel as given" in table.stdout or "kept" in table.stdout
     assert (tmp_path / "data" / "memory").is_dir()  # remembered by default
+    asked = CliRunner().invoke(app, ["tune", task.path, cand.path, "--budget", "3", "--numerics"],
+                               env=env)  # fmt: skip
+    assert asked.exit_code == 0, asked.output
+    assert "numerics tried: flush to zero, approximate division and sqrt; not fast math" in (
+        " ".join(asked.stdout.split())
+    )
+    assert "numerics" not in table.stdout  # not asked: nothing said of them
     problem = EXAMPLES / "kernelbench" / "relu_mlp.py"
     refused = CliRunner().invoke(app, ["tune", str(problem)], env=env)
     assert "tune searches a CUDA kernel's compile options" in str(refused.exception)
@@ -348,3 +358,244 @@ def test_a_knob_that_changes_only_data_is_not_dropped(nvrtc: None) -> None:
     configs = [CompileOptions(), CompileOptions(defines=(("SCALE", 8),))]
     kept, dropped = space.distinct(configs, build)
     assert kept == configs and not dropped
+
+
+# many live values: what ptxas does with them depends on the registers it may use
+HUNGRY = """extern "C" __global__ void gelu(const float* x, float* y, int n)
+{
+    float acc[48];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    #pragma unroll
+    for (int j = 0; j < 48; ++j) acc[j] = x[(i + j * 977) % n];
+    float s = 0.f;
+    #pragma unroll
+    for (int r = 0; r < 4; ++r)
+    #pragma unroll
+    for (int j = 0; j < 48; ++j) s += acc[j] * acc[(j * 7 + r) % 48];
+    if (i < n) y[i] = s;
+}
+"""
+OWN_BOUNDS = HUNGRY.replace("__global__ void", "__global__ void __launch_bounds__(256, 2)")
+
+
+def bounds(threads: int, blocks: int, **kw: Any) -> CompileOptions:
+    return CompileOptions(max_threads_per_block=threads, min_blocks_per_sm=blocks, **kw)
+
+
+def test_launch_bounds_follow_each_configurations_block(gelu: Any, tmp_path: Path) -> None:
+    task, cand = gelu
+    found = space.space(task, cand)
+    lb = [d.name for d in found.dims].index("launch_bounds")
+    at = {d.name: i for i, d in enumerate(found.dims)}
+    point = list(found.origin)
+    point[lb] = found.dims[lb].values.index(2)
+    as_given = found.config(tuple(point))  # the task's block: 256 threads
+    assert as_given.options == bounds(256, 2) and as_given.launch is None
+    assert as_given.describe() == "launch bounds (256, 2)"
+    assert as_given.options.flags("nvrtc") == (
+        "--ptxas-options=--maxntid=256",
+        "--ptxas-options=--minnctapersm=2",
+    )
+    point[at["block.x"]] = found.dims[at["block.x"]].values.index(128)
+    smaller = found.config(tuple(point))
+    assert (
+        smaller.options == bounds(128, 2)
+        and smaller.describe() == "block 128, launch bounds (128, 2)"
+    )
+    point[lb] = 0
+    assert found.config(tuple(point)).options == CompileOptions()  # none: no bounds
+    # a block the kernel's knobs set: the bounds follow the knobs (matmul's TX x TY threads)
+    matmul = load_task(EXAMPLES / "matmul")
+    faster = load_candidate(matmul, EXAMPLES / "matmul" / "candidates" / "faster.cu")
+    assert isinstance(matmul, CudaTask) and isinstance(faster, CudaCandidate)
+    mm = space.space(matmul, faster)
+    tx, ty = knob_values(faster.source)["TX"], knob_values(faster.source)["TY"]
+    wide = mm.point({"launch_bounds": 4, "TX": tx * 2})
+    assert wide is not None and mm.config(wide).options.max_threads_per_block == 2 * tx * ty
+    # a block that names a size: a held-out size could launch more, so no bounds are searched
+    sized = task.model_copy(update={"launch": LaunchSpec(block=("min(N, 256)",), grid=("1",))})
+    assert "launch_bounds" not in [d.name for d in space.space(sized, cand).dims]
+    # bounds a sidecar sets as tune would are the start's own point; others stay as written
+    tuned = cand.model_copy(update={"options": bounds(256, 4)})
+    again = space.space(task, tuned)
+    assert again.config(again.origin).apply(tuned) == tuned
+    assert "max_threads_per_block = 256\nmin_blocks_per_sm = 4\n" in sidecar(tuned)
+    back = load_candidate(task, write_tuned(tuned, task.name, tmp_path))  # as written, read
+    assert isinstance(back, CudaCandidate) and back.options == bounds(256, 4)
+    own = cand.model_copy(update={"options": CompileOptions(max_threads_per_block=512)})
+    assert "launch_bounds" not in [d.name for d in space.space(task, own).dims]
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
+def test_launch_bounds_build_real_cubins_and_those_ptxas_ignores_are_dropped(
+    backend: str,
+) -> None:
+    if compiler_identity(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+
+    def builder(source: str) -> Any:
+        def build(config: CompileOptions) -> Any:
+            return compile_in_sandbox(source, "gelu", "sm_90", backend, flags=config.flags(backend))
+
+        return build
+
+    capped = builder(HUNGRY)(bounds(256, 8))[0]  # 8 blocks of 256 threads: 32 registers each
+    assert capped.ok and capped.registers is not None and capped.registers <= 32
+    configs = [
+        CompileOptions(),
+        bounds(256, 8),
+        bounds(1024, 4),  # 4096 threads: more than an SM holds, ptxas ignores them
+        CompileOptions(maxrregcount=64),
+        bounds(256, 8, maxrregcount=64),  # beside a register cap ptxas ignores the bounds
+    ]
+    kept, dropped = space.distinct(configs, builder(HUNGRY))
+    assert kept == [configs[0], configs[1], configs[3]]
+    assert dropped == [
+        (configs[2], "same code as defaults"),
+        (configs[4], "same code as maxrregcount 64"),
+    ]
+    # a kernel with its own __launch_bounds__: ptxas keeps them, and the options build nothing new
+    configs = [CompileOptions(), bounds(256, 1), bounds(256, 8)]
+    kept, dropped = space.distinct(configs, builder(OWN_BOUNDS))
+    assert (
+        kept == [CompileOptions()] and [why for _, why in dropped] == ["same code as defaults"] * 2
+    )
+
+
+def test_launch_bounds_are_searched_alone_and_never_over_a_kernels_own(
+    gelu: Any, nvrtc: None, builds: Any
+) -> None:
+    task, cand = gelu
+    plain = cand.model_copy(update={"source": HUNGRY})
+    gpu = LandscapeGpu(lambda v, b, o: 1.0)  # nothing is faster: the origin's neighbours, then more
+    found = tune(task, plain, gpu, arch="sm_90", backend="nvrtc", budget=12, builds=builds)
+    checked = [t for t in found.tried if t.config.options.max_threads_per_block]
+    assert checked and all(t.report.ok for t in checked)
+    # beside a register cap ptxas ignores them: such a point is passed over, never built
+    lb = space.space(task, plain)
+    both = lb.point({"maxrregcount": 64, "launch_bounds": 2})
+    assert both is not None and "ptxas ignores them" in lb.problem(both)
+    assert not any(o.max_threads_per_block and o.maxrregcount for o in map(_options, gpu.checked))
+    # a kernel's own __launch_bounds__ win over the options (the same code: see the builds
+    # above): no bounds are searched for it
+    own = cand.model_copy(update={"source": OWN_BOUNDS})
+    assert "launch_bounds" not in [d.name for d in space.space(task, own).dims]
+    gpu = LandscapeGpu(lambda v, b, o: 1.0)
+    found = tune(task, own, gpu, arch="sm_90", backend="nvrtc", budget=4, builds=builds)
+    assert found.tried and not any(c.options.max_threads_per_block for c in gpu.checked)
+
+
+def _options(cand: CudaCandidate) -> CompileOptions:
+    return cand.options
+
+
+def test_a_configuration_that_does_not_build_is_dropped_not_failed(
+    gelu: Any, nvrtc: None, builds: Any
+) -> None:
+    task, cand = gelu
+    refusing = cand.model_copy(update={"source": "#if TILE > 8\n#error too big\n#endif\n" + TILED})
+    gpu = LandscapeGpu(tile8_block128)  # TILE=8 is faster: the search steps on to 16
+    found = tune(task, refusing, gpu, arch="sm_90", backend="nvrtc", budget=24, builds=builds)
+    refused = [(c, why) for c, why in found.dropped if ("TILE", 16) in c.options.defines]
+    assert refused and all(why.startswith("does not compile") for _, why in refused)
+    assert not any(("TILE", 16) in t.config.options.defines for t in found.tried)
+    assert found.improved and found.best.options.defines == (("TILE", 8),)
+
+
+def _task(tmp_path: Path, out_dtype: str = "float32", tolerance: str = "") -> CudaTask:
+    """A one-output elementwise task written to disk: y = x * 2 in `out_dtype`."""
+    ctype = {"float32": "float", "float64": "double", "int32": "int"}[out_dtype]
+    folder = tmp_path / f"twice_{out_dtype}"
+    folder.mkdir(parents=True)
+    (folder / "twice.cu").write_text(
+        f'extern "C" __global__ void twice(const float* x, {ctype}* y, int n)\n'
+        "{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"    if (i < n) y[i] = ({ctype})(x[i] * 2.0f);\n}}\n"
+    )
+    (folder / "twice.toml").write_text(
+        'entry = "twice"\n[sizes]\nbench = { N = 4096 }\nchecks = [ { N = 1000 } ]\n'
+        '[[args]]\nname = "x"\ndtype = "float32"\nshape = ["N"]\nrole = "in"\n'
+        f'[[args]]\nname = "y"\ndtype = "{out_dtype}"\nshape = ["N"]\nrole = "out"\n'
+        '[[args]]\nname = "n"\ndtype = "int32"\nrole = "scalar"\nvalue = "N"\n'
+        '[launch]\nblock = [256]\ngrid = ["ceil_div(N, 256)"]\n' + tolerance
+    )
+    task = load_task(folder)
+    assert isinstance(task, CudaTask)
+    return task
+
+
+def test_numerics_only_where_the_tasks_tolerance_allows_them(tmp_path: Path) -> None:
+    def allowed(task: Any, source: str | None = None) -> list[str]:
+        return numerics.allowed(task, task.source if source is None else source)[0]
+
+    everything = ["flush to zero", "approximate division and sqrt", "fast math"]
+    # loose enough: softmax's expf errs up to 123 ulp under fast math, within its rtol 2e-5
+    for name in ("softmax", "matmul", "rowsum", "stencil", "transpose"):
+        assert allowed(load_task(EXAMPLES / name)) == everything, name
+    # gelu's tanhf becomes __tanhf (relative error 2^-11), over float32's default 1e-5
+    gelu = load_task(EXAMPLES / "gelu")
+    assert allowed(gelu) == everything[:2]
+    why = numerics.allowed(gelu, gelu.source)[1]
+    assert why.startswith("numerics tried: flush to zero, approximate division and sqrt; not ")
+    assert "fast math" in why and "tanhf" in why and "rtol 1e-05" in why
+    assert allowed(gelu, "// tanhf(x) in a comment\n" + load_task(EXAMPLES / "matmul").source)
+    # sinf has no bound over its whole range (__sinf's holds on [-pi, pi])
+    assert allowed(load_task(EXAMPLES / "softmax"), "y = sinf(x);") == everything[:2]
+    # tight: under 2 ulp relative and no absolute slack; exact: integers, or a C++ task's word
+    tight = _task(tmp_path, tolerance="[tolerance]\natol = 0.0\nrtol = 1e-7\n")
+    assert allowed(tight) == []
+    assert "not flush to zero" in numerics.allowed(tight, tight.source)[1]
+    # float64's default rtol 1e-10 is under every relative bound; its atol 1e-10 is over a flush's
+    assert allowed(_task(tmp_path, "float64")) == ["flush to zero"]
+    loose64 = _task(tmp_path / "l", "float64", "[tolerance]\natol = 1e-3\nrtol = 1e-3\n")
+    assert allowed(loose64) == everything
+    ints = _task(tmp_path, "int32", "[tolerance]\natol = 1.0\nrtol = 1.0\n")
+    assert numerics.allowed(ints, ints.source) == (
+        [],
+        "numerics not tried: outputs compared exactly (output 'y' is int32)",
+    )
+    minmax = load_task(EXAMPLES / "cpp" / "minmax")  # float outputs, compare = "exact"
+    assert numerics.allowed(minmax, "") == (
+        [],
+        "numerics not tried: outputs compared exactly (the task says so)",
+    )
+
+
+def test_the_numerics_dimension_holds_what_the_gate_allows(gelu: Any, tmp_path: Path) -> None:
+    task, cand = gelu
+    found = space.space(task, cand, numerics=True)
+    assert found.dims[-1].name == "numerics"
+    assert found.dims[-1].values == ("exact", "flush to zero", "approximate division and sqrt")
+    assert found.numerics.startswith("numerics tried: flush to zero")
+    assert space.space(task, cand).numerics == ""  # not asked
+    tight = _task(tmp_path, tolerance="[tolerance]\natol = 0.0\nrtol = 1e-7\n")
+    none = space.space(tight, cast(CudaCandidate, reference_candidate(tight)), numerics=True)
+    assert "numerics" not in [d.name for d in none.dims]
+    assert none.numerics.startswith("numerics not tried; not flush to zero")
+    # a kernel built with an approximation keeps its own, to come back from
+    fast = cand.model_copy(update={"options": CompileOptions(fast_math=True)})
+    kept = space.space(task, fast, numerics=True)
+    assert kept.dims[-1].values == (
+        "exact",
+        "fast math",
+        "flush to zero",
+        "approximate division and sqrt",
+    )
+    assert kept.config(kept.origin).apply(fast) == fast
+
+
+def test_a_tune_says_in_one_line_why_numerics_were_not_tried(
+    tmp_path: Path, nvrtc: None, builds: Any
+) -> None:
+    task = _task(tmp_path, tolerance="[tolerance]\natol = 0.0\nrtol = 1e-7\n")
+    cand = cast(CudaCandidate, reference_candidate(task))
+    gpu = LandscapeGpu(lambda v, b, o: 1.0)
+    found = tune(
+        task, cand, gpu, arch="sm_90", backend="nvrtc", budget=4, numerics=True, builds=builds
+    )
+    data = found.as_json()
+    assert data["numerics"].startswith("numerics not tried; not flush to zero (")
+    assert "\n" not in data["numerics"] and all(c.options.exact for c in gpu.checked)
+    assert f"- {data['numerics']}" in tune_markdown(data)
+    plain = tune(task, cand, gpu, arch="sm_90", backend="nvrtc", budget=1, builds=builds)
+    assert plain.as_json()["numerics"].startswith("numerics not tried: not asked for")

@@ -83,6 +83,7 @@ def test_the_best_kernel_is_tuned_after_the_run_and_its_configuration_kept(
     summary = (rundir.path / "summary.md").read_text()
     assert "## Tune" in summary and "1.100x over the kernel as given with ITEMS=2" in summary
     assert "| ITEMS=2 | correct |" in summary
+    assert "- numerics not tried: not asked for (--numerics" in summary  # off by default: said
     outcome = jobs.outcome_of(rundir.path)  # a door reads it back from the run directory
     assert outcome.tune == tuned
 

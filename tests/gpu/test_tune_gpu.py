@@ -1,6 +1,7 @@
 """`kernelwright tune` on a real GPU: block shapes derived from a naive kernel's launch (1-D and
-2-D), the examples' knobs at either end of what tune tries, every configuration through the full
-verifier, and the tune after `optimize` leaving a best.cu + best.toml that checks correct."""
+2-D), the examples' knobs at either end of what tune tries, launch bounds given to ptxas (1-D and
+2-D blocks), every configuration through the full verifier, and the tune after `optimize`
+leaving a best.cu + best.toml that checks correct."""
 
 from __future__ import annotations
 
@@ -59,6 +60,43 @@ def test_each_knob_at_either_end_is_correct(name: str) -> None:
                 config = space.config(point)
                 report = verifier.check(task, config.apply(cand))
                 assert report.ok, (name, config.describe(), report.verdict, report.reason)
+
+
+@pytest.mark.parametrize("name", ["matmul", "gelu"])
+def test_launch_bounds_are_tuned_and_every_kept_configuration_is_correct(name: str) -> None:
+    """matmul's faster kernel launches a 2-D block (TX x TY) under a one-number --maxntid;
+    gelu's naive kernel, the derived 1-D block shapes. Each bound is checked at the kernel's
+    own block, then a tune starts with them (as remembered winners would be)."""
+    task = load_task(EXAMPLES / name)
+    faster = EXAMPLES / name / "candidates" / "faster.cu"
+    cand = load_candidate(task, faster) if name == "matmul" else reference_candidate(task)
+    assert isinstance(task, CudaTask) and isinstance(cand, CudaCandidate)
+    space = space_of.space(task, cand)
+    with Verifier() as verifier:
+        for blocks in space_of.MIN_BLOCKS_PER_SM:
+            point = space.point({"launch_bounds": blocks})
+            assert point is not None
+            config = space.config(point)
+            assert config.options.min_blocks_per_sm == blocks
+            report = verifier.check(task, config.apply(cand))
+            assert report.ok, (name, config.describe(), report.verdict, report.reason)
+    gpu = LocalGpu()
+    first = [{"launch_bounds": b} for b in space_of.MIN_BLOCKS_PER_SM]
+    try:
+        arch = nvml.device_info().arch
+        found = tune(task, cand, gpu, arch=arch, backend="nvrtc", budget=12, first=first)
+    finally:
+        gpu.close()
+    bounded = [t for t in found.tried if t.config.options.max_threads_per_block]
+    assert bounded or any(c.options.max_threads_per_block for c, _ in found.dropped)
+    assert all(t.report.ok for t in bounded), [
+        (t.config.describe(), t.report.reason) for t in bounded
+    ]
+    assert all(t.report.ok for t in found.tried if t.kept)
+    with Verifier() as verifier:  # the winner, checked again on its own
+        assert verifier.check(task, found.best).ok
+    print(f"{name}: {len(bounded)} bounded checked, best {found.best_config.describe()}, "
+          f"{found.gain:.3f}x in {found.seconds:.0f} s")  # fmt: skip
 
 
 def test_optimize_ends_with_the_tuned_kernel_on_disk(tmp_path: Path) -> None:
