@@ -83,10 +83,12 @@ def _unexpected(phase: str, exc: Unexpected) -> str:
 @functools.cache
 def one_gpu() -> dict[str, str]:
     """What pins every worker to the one GPU a check runs on: the first that the controller's
-    CUDA_VISIBLE_DEVICES names, or where it names none and the machine has several, the first
-    in PCI order (by UUID, CUDA's order set to match). The reference runs on one GPU; a
-    candidate's process that reached a second could split its work over both and read faster
-    than any kernel is. {} where there is nothing to pin (one GPU, or NVML cannot say)."""
+    CUDA_VISIBLE_DEVICES names, or where it names none and the machine has several, the one
+    CUDA would have called device 0 (by UUID, in PCI order: the first of like GPUs, else the
+    newest and largest, as CUDA's fastest-first order takes a big GPU over a display card).
+    The reference runs on one GPU; a candidate's process that reached a second could split its
+    work over both and read faster than any kernel is. {} where there is nothing to pin (one
+    GPU, or NVML cannot say)."""
     from . import nvml
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -94,9 +96,18 @@ def one_gpu() -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": visible.split(",")[0].strip()}
     try:
         with nvml.nvml() as n:
-            if n.nvmlDeviceGetCount() < 2:
+            handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
+            if len(handles) < 2:
                 return {}
-            uid = n.nvmlDeviceGetUUID(n.nvmlDeviceGetHandleByIndex(0))
+            ranks = [
+                (
+                    tuple(n.nvmlDeviceGetCudaComputeCapability(h)),
+                    int(n.nvmlDeviceGetMemoryInfo(h).total),
+                    -i,  # of like GPUs, the first in PCI order
+                )
+                for i, h in enumerate(handles)
+            ]
+            uid = n.nvmlDeviceGetUUID(handles[ranks.index(max(ranks))])
     except Exception:  # NoGpuError, NVMLError: the workers find out for themselves
         return {}
     uid = uid.decode() if isinstance(uid, bytes) else str(uid)

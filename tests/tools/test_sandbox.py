@@ -276,34 +276,39 @@ def test_every_worker_sees_one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from kernelwright.tools import nvml, sandbox
 
-    def machine(count: int) -> Any:
+    like = [((9, 0), 80 << 30)] * 8  # eight H100s
+
+    def machine(gpus: list[tuple[tuple[int, int], int]]) -> Any:
         fake = types.SimpleNamespace(
-            nvmlDeviceGetCount=lambda: count,
-            nvmlDeviceGetHandleByIndex=lambda i: f"handle {i}",
-            nvmlDeviceGetUUID=lambda h: b"GPU-1111" if h == "handle 0" else b"GPU-2222",
+            nvmlDeviceGetCount=lambda: len(gpus),
+            nvmlDeviceGetHandleByIndex=lambda i: i,
+            nvmlDeviceGetCudaComputeCapability=lambda i: gpus[i][0],
+            nvmlDeviceGetMemoryInfo=lambda i: types.SimpleNamespace(total=gpus[i][1]),
+            nvmlDeviceGetUUID=lambda i: f"GPU-{i}{i}{i}{i}".encode(),
         )
         return contextlib.contextmanager(lambda: (yield fake))
 
-    def pinned(visible: str | None, count: int) -> dict[str, str]:
+    def pinned(visible: str | None, gpus: Any) -> dict[str, str]:
         if visible is None:
             monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
         else:
             monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-        monkeypatch.setattr(nvml, "nvml", machine(count))
+        monkeypatch.setattr(nvml, "nvml", machine(gpus))
         sandbox.one_gpu.cache_clear()
         try:
             return sandbox.one_gpu()
         finally:
             sandbox.one_gpu.cache_clear()
 
-    assert pinned("2,3", 8) == {"CUDA_VISIBLE_DEVICES": "2"}
-    assert pinned("GPU-abcd, GPU-ef01", 8) == {"CUDA_VISIBLE_DEVICES": "GPU-abcd"}
-    assert pinned("", 8) == {"CUDA_VISIBLE_DEVICES": ""}  # none: none
-    assert pinned(None, 4) == {
-        "CUDA_VISIBLE_DEVICES": "GPU-1111",
-        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-    }
-    assert pinned(None, 1) == {}
+    assert pinned("2,3", like) == {"CUDA_VISIBLE_DEVICES": "2"}
+    assert pinned("GPU-abcd, GPU-ef01", like) == {"CUDA_VISIBLE_DEVICES": "GPU-abcd"}
+    assert pinned("", like) == {"CUDA_VISIBLE_DEVICES": ""}  # none: none
+    by_pci = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert pinned(None, like) == {"CUDA_VISIBLE_DEVICES": "GPU-0000", **by_pci}
+    # a display card first in PCI order, the big GPU second: CUDA's device 0 is the big one
+    display = [((7, 5), 4 << 30), ((8, 9), 24 << 30)]
+    assert pinned(None, display) == {"CUDA_VISIBLE_DEVICES": "GPU-1111", **by_pci}
+    assert pinned(None, like[:1]) == {}
 
     def no_gpu() -> Any:
         raise nvml.NoGpuError("no NVIDIA GPU here")
