@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import os
 import shutil
 import signal
@@ -80,38 +79,14 @@ def _unexpected(phase: str, exc: Unexpected) -> str:
     return cap(f"{phase}: outputs are not the reference's ({exc})", 500)
 
 
-@functools.cache
 def one_gpu() -> dict[str, str]:
-    """What pins every worker to the one GPU a check runs on: the first that the controller's
-    CUDA_VISIBLE_DEVICES names, or where it names none and the machine has several, the one
-    CUDA would have called device 0 (by UUID, in PCI order: the first of like GPUs, else the
-    newest and largest, as CUDA's fastest-first order takes a big GPU over a display card).
-    The reference runs on one GPU; a candidate's process that reached a second could split its
-    work over both and read faster than any kernel is. {} where there is nothing to pin (one
-    GPU, or NVML cannot say)."""
-    from . import nvml
-
+    """What pins every worker to the one GPU a check runs on, CUDA's device 0: the first GPU the
+    controller's CUDA_VISIBLE_DEVICES names, or where it names none, "0" (the device 0 of CUDA's
+    own order, as CUDA_DEVICE_ORDER says, where every worker ran before). The reference runs
+    on one GPU; a candidate's process that reached a second could split its work over both
+    and read faster than any kernel is."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return {"CUDA_VISIBLE_DEVICES": visible.split(",")[0].strip()}
-    try:
-        with nvml.nvml() as n:
-            handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
-            if len(handles) < 2:
-                return {}
-            ranks = [
-                (
-                    tuple(n.nvmlDeviceGetCudaComputeCapability(h)),
-                    int(n.nvmlDeviceGetMemoryInfo(h).total),
-                    -i,  # of like GPUs, the first in PCI order
-                )
-                for i, h in enumerate(handles)
-            ]
-            uid = n.nvmlDeviceGetUUID(handles[ranks.index(max(ranks))])
-    except Exception:  # NoGpuError, NVMLError: the workers find out for themselves
-        return {}
-    uid = uid.decode() if isinstance(uid, bytes) else str(uid)
-    return {"CUDA_VISIBLE_DEVICES": uid, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    return {"CUDA_VISIBLE_DEVICES": "0" if visible is None else visible.split(",")[0].strip()}
 
 
 def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str]:
