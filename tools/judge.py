@@ -55,13 +55,13 @@ def native_scale(ref_header: dict[str, Any], j: int) -> float:
 
 def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) -> TrialResult:
     """A trial on inputs scaled up (plan.SCALES; half of each span negated), judged as any
-    trial where the float64 forward stayed finite (the op is defined there) and PyTorch's own
+    trial where the float64 forward gave no NaN (the op is defined there) and PyTorch's own
     forward in the problem's dtypes stayed finite and within SCALE_MAX's widening of float64;
     else not counted, whatever the candidate gave: it is held to the problem's own numerics,
     never beyond them. Neither the scale nor those measures come from the candidate."""
     scale = trial.scale
     slack = ref_header.get("native_slack")
-    nonfinite = ref_header.get("float64_nonfinite", 0)
+    nan64 = ref_header.get("float64_nan")
     near = (
         isinstance(slack, list)
         and len(slack) > 0
@@ -69,12 +69,12 @@ def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) 
             isinstance(v, int | float) and v >= 0 and v * SLACK_TIMES < SCALE_MAX for v in slack
         )
     )
-    defined = type(nonfinite) is int and nonfinite == 0
+    defined = type(nan64) is int and nan64 == 0
     if not (near and defined):
         why = f"not counted: on inputs x{scale:g}, " + (
             "PyTorch's own forward in the problem's dtypes had no float64 to meet"
             if not isinstance(slack, list)
-            else "the float64 forward is not finite (the op is not defined there)"
+            else "the float64 forward is NaN there (the op is not defined there)"
             if not defined
             else "PyTorch's own forward in the problem's dtypes is not near float64"
         )
@@ -97,16 +97,6 @@ def timed_scale(results: Sequence[TrialResult]) -> float:
     candidate's process, which makes its own inputs, can know which calls are scaled; with
     every timed call scaled, being careful only then gains it nothing."""
     return next((t.scale for t in results if t.scale != 1.0 and t.counted and t.ok), 1.0)
-
-
-def round_scales(
-    scales: Mapping[str, float], wide: Mapping[str, float], scale: float
-) -> dict[str, float]:
-    """The timed calls' tolerance widening by output (native_scale): the trials' where the
-    calls take get_inputs()'s own inputs, else the most of theirs and the scaled trial's."""
-    if scale == 1.0:
-        return dict(scales)
-    return {n: max(scales.get(n, 1.0), wide.get(n, 1.0)) for n in {*scales, *wide}}
 
 
 def native_scales(ref_header: dict[str, Any], into: dict[str, float]) -> None:
@@ -647,11 +637,16 @@ def rounds_problem(
     ref_rounds: Sequence[dict[str, Any]],
     cand_rounds: Sequence[dict[str, Any]],
     scales: Mapping[str, float] | None = None,
+    wide: Mapping[str, float] | None = None,
 ) -> tuple[str, str, list[float]]:
     """(verdict, why, z scores) for the candidate's timed calls against the reference's on the
     same inputs: "" verdict when every call is right. Each round is judged whole: its inputs,
     every output's unwritten elements, and its sketch. `scales`: by output name, its tolerance
-    widened as the trials' were (native_scale, the most over them; 1 where not said)."""
+    widened as the trials' were (native_scale, the most over them; 1 where not said). `wide`:
+    where the calls' inputs are scaled, the scaled trial's widening, for the absolute
+    tolerance only (wide inputs move near-zero outputs by more; a relative tolerance widened
+    too would let TF32 or bf16 through in the timed calls alone). An output the reference
+    itself gave NaN in a call is not compared in that call: nothing there can match."""
     outputs = OUTPUTS[task.kind]
     zs: list[float] = []
     for i, (ref, cand) in enumerate(zip(ref_rounds, cand_rounds, strict=True)):
@@ -678,9 +673,13 @@ def rounds_problem(
         if why := outputs.round_outputs_problem(ref, cand, call):
             return "wrong", why, zs
         for name, want in (ref.get("sketch") or {}).items():
+            if len(want) == len(sketch.FIELDS) and want[sketch.FIELDS.index("nan")]:
+                continue  # the reference's own output is NaN somewhere in this call
             got = (cand.get("sketch") or {}).get(name)
             n, dtype = outputs.round_output(task, name, ref)
-            atol, rtol = scaled(*outputs.tolerance(task, dtype), (scales or {}).get(name, 1.0))
+            atol, rtol = outputs.tolerance(task, dtype)
+            widen = (scales or {}).get(name, 1.0)
+            atol, rtol = atol * max(widen, (wide or {}).get(name, 1.0)), rtol * widen
             why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol)
             if why:
                 why = f"during timing ({call}): {why}; the kernel behaves differently when timed"

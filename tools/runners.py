@@ -375,7 +375,7 @@ class TorchRunner:
         self._reads = names_read({problem_path, module_path or problem_path})
         self._kept: dict[tuple[Any, ...], Any] = {}  # models built with keep=True
         self._twins: dict[tuple[Any, ...], Any] = {}  # CPU copies as built (twin=True)
-        self._scaled_before: list[Any] = []  # weak references to the tensors scaled so far
+        self._keeps: frozenset[int] | None = None  # get_inputs()'s tensors the problem keeps
 
     def _apply(self, overrides: dict[str, int]) -> None:
         for key, value in {**self.defaults, **overrides}.items():
@@ -508,26 +508,42 @@ class TorchRunner:
 
     def _scaled_all(self, made: list[Any], scale: float, seed: int) -> list[Any]:
         """`made` with a span of each floating-point tensor multiplied by `scale` (_scaled), in
-        place; a tensor that get_inputs() handed out before (one it keeps on the GPU) copied
-        first, or every timed call would scale it again."""
+        place (every tensor `_made` gives is its own), outside autograd as the forward is."""
         if scale == 1.0:
             return made
-        before = [r() for r in self._scaled_before]
-        self._scaled_before = []
-        for i, x in enumerate(made):
-            if isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.numel():
-                self._scaled_before.append(weakref.ref(x))
-                kept = any(x is b for b in before)
-                made[i] = _scaled(x.clone() if kept else x, scale, seed, i)
-        del before
+        with self.torch.no_grad():
+            for i, x in enumerate(made):
+                if isinstance(x, self.torch.Tensor) and x.is_floating_point() and x.numel():
+                    made[i] = _scaled(x, scale, seed, i)
         return made
 
     def _made(self, seed: int) -> list[Any]:
+        """get_inputs() under `seed`, its tensors on the GPU, each one of its own: a tensor
+        get_inputs() keeps between calls (or a view of one) is copied, so nothing handed to a
+        call, or scaled in place, is handed out again (which ones: found once a process)."""
+        if self._keeps is None:
+            self._keeps = self._kept_by_problem(seed)
+        made = self._get_inputs(seed)
+        return [x.clone() if i in self._keeps else x for i, x in enumerate(made)]
+
+    def _get_inputs(self, seed: int) -> list[Any]:
         torch = self.torch
         self._seed(seed)
         with torch.device("cuda"):
             made = self.problem.get_inputs()
         return [x.cuda() if isinstance(x, torch.Tensor) else x for x in made]
+
+    def _kept_by_problem(self, seed: int) -> frozenset[int]:
+        """Which of get_inputs()'s tensors outlive the set they came in: one set made and let
+        go; a tensor (or the base of a view) still alive then is held by the problem."""
+        probe = self._get_inputs(seed)
+        refs = {
+            i: [weakref.ref(x), *([weakref.ref(x._base)] if x._base is not None else [])]
+            for i, x in enumerate(probe)
+            if isinstance(x, self.torch.Tensor)
+        }
+        del probe
+        return frozenset(i for i, held in refs.items() if any(r() is not None for r in held))
 
     def poison_allocator(self, nbytes: int) -> None:
         """Fill memory the caching allocator will hand out next with NaN, then free it."""

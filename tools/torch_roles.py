@@ -225,10 +225,12 @@ def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> 
     return slack
 
 
-def float64_nonfinite(samples: list[Any], out64: Any) -> int:
-    """How many sampled elements of the float64 outputs are NaN or infinite: where the float64
-    forward itself is not finite on a trial's inputs, the op is not defined there, and a trial
-    on inputs scaled up (judge.scaled_trial) does not count."""
+def float64_nan(samples: list[Any], out64: Any) -> int:
+    """How many sampled elements of the float64 outputs are NaN: where the float64 forward
+    itself gives NaN on a trial's inputs, the op is not defined there (a log or a square root
+    of negated inputs), and a trial on inputs scaled up (judge.scaled_trial) does not count.
+    Infinities are left out: an output may hold them by design (a mask's -inf), and their
+    places are compared exactly."""
     import torch
 
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
@@ -236,8 +238,7 @@ def float64_nonfinite(samples: list[Any], out64: Any) -> int:
     for picked, o64 in zip(samples, outs, strict=False):
         if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
             continue
-        truth = o64.detach().reshape(-1)[:: picked[1]]
-        count += int((~torch.isfinite(truth)).sum())
+        count += int(torch.isnan(o64.detach().reshape(-1)[:: picked[1]]).sum())
     return count
 
 
@@ -293,7 +294,7 @@ def _expected(
         precision = "PyTorch eager in float64"
         out = _float64(runner, weights, sizes, inputs) if room else None
         slack = None if out is None else native_slack(samples, out, native_meta)
-        nonfinite = None if out is None else float64_nonfinite(samples, out)
+        nan64 = None if out is None else float64_nan(samples, out)
         del samples
         if out is None:
             torch.cuda.empty_cache()
@@ -317,7 +318,7 @@ def _expected(
         }
         if slack is not None:
             header["native_slack"] = slack
-            header["float64_nonfinite"] = nonfinite
+            header["float64_nan"] = nan64
         if not (on_gpu and trial.get("device")):
             arrays, _ = outputs(out)
             del out

@@ -385,7 +385,7 @@ class Verifier:
                             sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
                     # a scaled trial's slack is its own (scaled_trial), and the scaled
-                    # timed calls' (round_scales)
+                    # timed calls' absolute tolerance (rounds_problem)
                     judge.native_scales(message[0], scales if trial.scale == 1.0 else wide)
                     sample()
                     lap("reference")
@@ -466,7 +466,7 @@ class Verifier:
                 ref_box.send({"cmd": "done"})
                 side.after_rounds(ref_box, self.options.run_timeout_s)
                 verdict, why, _ = judge.rounds_problem(
-                    task, rounds.ref, rounds.cand, judge.round_scales(scales, wide, scale)
+                    task, rounds.ref, rounds.cand, scales, wide if scale != 1.0 else None
                 )
                 if verdict and scale != 1.0:
                     why += f" (on inputs x{scale:g}: get_inputs()'s, a span scaled, half negated)"

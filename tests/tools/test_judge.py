@@ -363,7 +363,7 @@ def test_a_candidate_as_far_off_as_tf32_passes_where_the_reference_was_too_and_n
 # --- a trial on inputs scaled up (plan.SCALES) ------------------------------------------------
 
 
-def _scaled(ok: bool, slack: Any, nonfinite: Any = 0) -> Any:
+def _scaled(ok: bool, slack: Any, nan64: Any = 0) -> Any:
     from kernelwright.tools.results import TrialResult
 
     trial = Trial({"batch_size": 70}, 5, (1,), held_out=True, scale=64.0)
@@ -373,7 +373,7 @@ def _scaled(ok: bool, slack: Any, nonfinite: Any = 0) -> Any:
     header: dict[str, Any] = {"type": "expected"}
     if slack is not None:
         header["native_slack"] = slack
-        header["float64_nonfinite"] = nonfinite
+        header["float64_nan"] = nan64
     return judge.scaled_trial(result, trial, header)
 
 
@@ -440,14 +440,60 @@ def test_timed_calls_take_the_scale_of_a_scaled_trial_that_counted() -> None:
     assert judge.timed_scale([plain, counted, plain]) == 64.0
     assert judge.timed_scale([plain, _scaled(False, [1e9])]) == 1.0  # not counted
     assert judge.timed_scale([plain, plain]) == 1.0
-    # the tolerance: the most of the trials' and the scaled trial's widening, where scaled
-    scales, wide = {"output 0": 3.0}, {"output 0": 12.0, "output 1": 2.0}
-    assert judge.round_scales(scales, wide, 64.0) == {"output 0": 12.0, "output 1": 2.0}
-    assert judge.round_scales(scales, wide, 1.0) == scales
-    assert judge.round_scales({"output 0": 30.0}, wide, 32.0) == {
-        "output 0": 30.0,
-        "output 1": 2.0,
-    }
+
+
+def test_scaled_timed_calls_widen_the_absolute_tolerance_only() -> None:
+    """Where the timed calls' inputs are scaled, the scaled trial's widening reaches their
+    absolute tolerance, never their relative one: a candidate exact in its trials and TF32 in
+    its timed calls is still caught there (the mean z^2 over the calls), while an honest one
+    whose near-zero outputs move by more is not."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    atol, rtol = judge.kernelbench_tolerance("float32")
+    rng = np.random.default_rng(4)
+    y = rng.uniform(-1, 1, 4096)
+
+    def kb_round(values: np.ndarray) -> dict[str, Any]:
+        out = {**_round(values.astype(np.float32)), "inputs": ["a"], "inputs_after": ["a"]}
+        out |= {"meta": [{"dtype": "float32", "shape": [4096]}]}
+        out["sketch"] = {"output 0": out.pop("sketch")["y"]}
+        return out
+
+    wide = {"output 0": 50.0}
+    # outputs of scaled inputs are large; 4 relative tolerances off at every element (TF32's
+    # rounding is coarser still): caught over the calls even beside a widened atol
+    big = y * 2000
+    ref_rounds = [kb_round(big)] * 60
+    signs = [rng.choice([-1.0, 1.0], y.size) for _ in ref_rounds]
+    tf32 = [kb_round(big * (1 + 4 * rtol * sign)) for sign in signs]
+    assert judge.rounds_problem(task, ref_rounds, tf32, {}, wide)[0] == "wrong"
+    assert judge.rounds_problem(task, ref_rounds, tf32, wide)[:2] == ("", "")  # rtol widened
+    # near-zero outputs 20 absolute tolerances off: an honest candidate on scaled inputs,
+    # let through by the widened atol alone
+    small = y / 100
+    ref_rounds = [kb_round(small)] * 60
+    near = [kb_round(small + 20 * atol * sign) for sign in signs]
+    assert judge.rounds_problem(task, ref_rounds, near, {}, wide)[:2] == ("", "")
+    assert judge.rounds_problem(task, ref_rounds, near, {})[0] == "wrong"
+
+
+def test_a_timed_output_the_reference_gave_nan_in_is_not_compared_in_that_call() -> None:
+    """Nothing can match where the reference's own output is NaN: that output is left out of
+    that call's comparison (the reference's worker alone says so); a NaN of the candidate's
+    where the reference has none is still wrong."""
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    y = np.random.default_rng(5).uniform(-1, 1, 256)
+
+    def kb_round(values: np.ndarray) -> dict[str, Any]:
+        out = {**_round(values.astype(np.float32)), "inputs": ["a"], "inputs_after": ["a"]}
+        out |= {"meta": [{"dtype": "float32", "shape": [256]}]}
+        out["sketch"] = {"output 0": out.pop("sketch")["y"]}
+        return out
+
+    nan = y.copy()
+    nan[7] = np.nan
+    assert judge.rounds_problem(task, [kb_round(nan)], [kb_round(y * 3)])[:2] == ("", "")
+    verdict, why, _ = judge.rounds_problem(task, [kb_round(y)], [kb_round(nan)])
+    assert verdict == "wrong" and "has NaN at 1 elements" in why
 
 
 def test_a_passing_checks_reason_says_its_timed_calls_were_scaled() -> None:
@@ -462,18 +508,15 @@ def test_a_passing_checks_reason_says_its_timed_calls_were_scaled() -> None:
     )
 
 
-@pytest.mark.parametrize("nonfinite", [1, 4096, -1, None, "0", 0.0])
-def test_a_scaled_trial_where_the_float64_forward_is_not_finite_is_not_counted(
-    nonfinite: Any,
-) -> None:
-    """Half of each scaled span is negated: where the float64 forward is NaN or infinite there
-    (a log or a square root of inputs get_inputs() draws only positive), the op is not defined
-    on those inputs, and the trial does not count, whatever PyTorch's own forward did; a
-    header that does not say a whole count of none counts as not finite."""
-    got = _scaled(False, [0.0], nonfinite)
+@pytest.mark.parametrize("nan64", [1, 4096, -1, None, "0", 0.0])
+def test_a_scaled_trial_where_the_float64_forward_is_nan_is_not_counted(nan64: Any) -> None:
+    """Half of each scaled span is negated: where the float64 forward gives NaN there (a log or
+    a square root of inputs get_inputs() draws only positive), the op is not defined on those
+    inputs, and the trial does not count, whatever PyTorch's own forward did; a header that
+    does not say a whole count of none counts as NaN."""
+    got = _scaled(False, [0.0], nan64)
     assert got.ok and not got.counted
     assert got.reason == (
-        "not counted: on inputs x64, the float64 forward is not finite (the op is not "
-        "defined there)"
+        "not counted: on inputs x64, the float64 forward is NaN there (the op is not defined there)"
     )
-    assert _scaled(False, [0.0], 0).counted  # finite: judged as any trial
+    assert _scaled(False, [0.0], 0).counted  # none: judged as any trial

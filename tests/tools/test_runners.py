@@ -80,23 +80,32 @@ def test_a_scaled_inputs_span_is_multiplied_in_place_whatever_its_layout() -> No
     assert _signs(4, 5, 2.0) == [2.0] and _signs(4, 7, 2.0) == [2.0, 2.0, -2.0]
 
 
-def test_a_tensor_get_inputs_keeps_is_scaled_as_a_copy_never_again_in_place() -> None:
-    """Every timed call's inputs may be scaled (verify.py); a get_inputs() that hands out one
-    tensor it keeps on the GPU would otherwise have it scaled again call after call, until it
-    overflowed. A fresh tensor each call is scaled where it is. Where torch is installed."""
+def test_a_tensor_get_inputs_keeps_is_handed_out_as_a_copy_and_never_scaled_in_place() -> None:
+    """Every call's tensors are its own: a tensor get_inputs() keeps on the GPU between calls,
+    or a view of one, is copied (found once a process, from a set made and let go), so a
+    scaled call (verify.py scales every timed call where the scaled trial counted) never
+    writes the problem's own tensor, in any process. Where torch and a GPU are."""
     torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    import types
+
+    kept = torch.ones(4096, device="cuda")
+    buf = torch.ones(8192, device="cuda")
+    problem = types.SimpleNamespace(
+        get_inputs=lambda: [kept, buf[:4096], torch.ones(4096), torch.ones(4096)[:2048], 3]
+    )
     runner = runners.TorchRunner.__new__(runners.TorchRunner)
-    runner.torch, runner._scaled_before = torch, []
-    kept = torch.ones(4096)
-    first = runner._scaled_all([kept, 3], 32.0, 5)
-    assert first[0] is kept and first[1] == 3  # the first time, in place (as a fresh one)
-    snap = kept.clone()
-    again = runner._scaled_all([kept], 32.0, 6)[0]
-    assert again is not kept and torch.equal(kept, snap)  # a copy scaled; kept as it was
-    start, stop = runners.scaled_span(4096, 6, 0)
-    times = torch.tensor(_signs(start, stop, 32.0))
-    assert torch.equal(again[start:stop], snap[start:stop] * times)
-    assert torch.equal(again[:start], snap[:start]) and torch.equal(again[stop:], snap[stop:])
-    fresh = torch.ones(4096)
-    assert runner._scaled_all([fresh], 32.0, 7)[0] is fresh
-    assert runner._scaled_all([kept], 1.0, 8)[0] is kept  # not scaled: as made
+    runner.torch, runner.problem, runner._keeps = torch, problem, None
+    runner._seed = lambda seed: None  # type: ignore[method-assign]
+    runner._apply = lambda overrides: None  # type: ignore[method-assign]
+    first = runner.fresh_inputs(5, 32.0)
+    again = runner.fresh_inputs(6, 32.0)
+    assert runner._keeps == frozenset({0, 1})  # the kept tensor and the view of kept memory
+    assert torch.equal(kept, torch.ones(4096, device="cuda"))  # never written
+    assert torch.equal(buf, torch.ones(8192, device="cuda"))
+    for made, seed in ((first, 5), (again, 6)):
+        start, stop = runners.scaled_span(4096, seed, 0)
+        times = torch.tensor(_signs(start, stop, 32.0), device="cuda")
+        assert made[0] is not kept and torch.equal(made[0][start:stop], kept[start:stop] * times)
+        assert made[4] == 3

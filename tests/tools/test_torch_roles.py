@@ -315,17 +315,17 @@ def test_how_far_the_native_forward_is_from_float64_in_tolerances(
     assert slack(column.float())[0] == pytest.approx(4.0, rel=0.01)
 
 
-def test_the_float64_outputs_not_finite_are_counted_where_sampled() -> None:
-    """float64_nonfinite: NaN and infinities in the sampled float64 outputs (a scaled trial
-    where they are does not count: judge.scaled_trial); integer outputs are not looked at."""
+def test_the_float64_outputs_nan_are_counted_where_sampled() -> None:
+    """float64_nan: NaN in the sampled float64 outputs (a scaled trial where there are does
+    not count: judge.scaled_trial); infinities (a mask's -inf) and integer outputs are not."""
     torch = pytest.importorskip("torch")
     truth = torch.rand(100, 128, dtype=torch.float64)
     ints = torch.arange(3)
     samples = torch_roles._samples((truth.float(), ints))
-    assert torch_roles.float64_nonfinite(samples, (truth, ints)) == 0
+    assert torch_roles.float64_nan(samples, (truth, ints)) == 0
     bad = truth.clone()
-    bad[3, 3], bad[50, 7] = float("nan"), float("-inf")
-    assert torch_roles.float64_nonfinite(samples, (bad, ints)) == 2
+    bad[3, 3], bad[50, 7], bad[9, 9] = float("nan"), float("nan"), float("-inf")
+    assert torch_roles.float64_nan(samples, (bad, ints)) == 2
 
 
 def test_the_timings_scale_makes_every_rounds_inputs_in_both_workers(
