@@ -34,6 +34,22 @@ def kernelbench_tolerance(dtype: str) -> tuple[float, float]:
     return max(atol, 1e-4), max(rtol, 1e-4)  # library kernels reorder sums
 
 
+# An absolute tolerance forgives error near zero, never an output's whole scale: it is at most
+# ATOL_SHARE of the output's RMS (a softmax or an L1 norm over many columns has every value under
+# KernelBench's 1e-4, which zeros would have matched), and never shrinks by more than
+# ATOL_SHRINK_MAX (where the RMS is itself rounding noise).
+ATOL_SHARE = 0.01
+ATOL_SHRINK_MAX = 100.0
+
+
+def output_atol(atol: float, rms: Any) -> float:
+    """The absolute tolerance of an output whose values' RMS is `rms` (the float64 reference's,
+    sampled by the reference's worker), as ATOL_SHARE says; `atol` where the RMS is not said."""
+    if not isinstance(rms, int | float) or not 0 <= rms < float("inf"):
+        return atol
+    return min(atol, max(ATOL_SHARE * float(rms), atol / ATOL_SHRINK_MAX))
+
+
 SLACK_TIMES = 3.0  # a candidate may miss float64 by this many times PyTorch's own run's miss
 SCALE_MAX = 100.0  # float32's 1e-4 at most 1e-2: KernelBench's own harness's tolerance
 
@@ -127,9 +143,13 @@ def scaled(atol: float, rtol: float, scale: float) -> tuple[float, float]:
 def trial_tolerance(
     task: Task, dtype: str, ref_header: dict[str, Any], j: int
 ) -> tuple[float, float]:
-    """(atol, rtol) for a trial's output j: its kind's for the dtype, widened where the
-    reference's header says (native_scale)."""
-    return scaled(*OUTPUTS[task.kind].tolerance(task, dtype), native_scale(ref_header, j))
+    """(atol, rtol) for a trial's output j: its kind's for the dtype, the absolute one at most
+    a share of the output's RMS where the reference's header says it (output_atol), widened
+    where the header says (native_scale)."""
+    atol, rtol = OUTPUTS[task.kind].tolerance(task, dtype)
+    rms = ref_header.get("rms64")
+    atol = output_atol(atol, rms[j] if isinstance(rms, list) and 0 <= j < len(rms) else None)
+    return scaled(atol, rtol, native_scale(ref_header, j))
 
 
 TaskT = TypeVar("TaskT", contravariant=True)
@@ -183,6 +203,11 @@ class KindOutputs(Protocol[TaskT]):
         self, task: TaskT, trial: Trial, ref_header: dict[str, Any]
     ) -> list[tuple[str, str, tuple[int, ...]]]:
         """(name, dtype, shape) of each output a run compared on the GPU must hand over."""
+        ...
+
+    def round_atol(self, atol: float, want: Sequence[float], n: int) -> float:
+        """A timed call's absolute tolerance for an output, from the reference's sketch of it
+        (`n` elements)."""
         ...
 
     def handed_over_problem(self, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
@@ -261,6 +286,9 @@ class DeclaredOutputs:
     def handed_over_problem(self, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
         return ""  # declared by the task: the harness allocated them
 
+    def round_atol(self, atol: float, want: Sequence[float], n: int) -> float:
+        return atol  # the task's own, as in its trials
+
 
 class ReturnedOutputs:
     """A KernelBench problem's outputs: whatever its forward returns, as the reference's worker
@@ -335,6 +363,17 @@ class ReturnedOutputs:
             (f"output {j}", str(m["dtype"]), tuple(int(d) for d in m["shape"]))
             for j, m in enumerate(ref_header.get("native") or [])
         ]
+
+    def round_atol(self, atol: float, want: Sequence[float], n: int) -> float:
+        """As the trials' (output_atol), from the RMS of the reference's output in this call
+        (its sketch's sum of squares over its finite elements)."""
+        f = dict(zip(sketch.FIELDS, want, strict=False))
+        finite = n - f.get("nan", 0) - f.get("pinf", 0) - f.get("ninf", 0)
+        sq = f.get("sq")
+        rms = (
+            (sq / finite) ** 0.5 if isinstance(sq, int | float) and sq >= 0 and finite > 0 else None
+        )
+        return output_atol(atol, rms)
 
     def handed_over_problem(self, header: dict[str, Any], ref_header: dict[str, Any]) -> str:
         natives = ref_header.get("native") or []
@@ -678,6 +717,7 @@ def rounds_problem(
             got = (cand.get("sketch") or {}).get(name)
             n, dtype = outputs.round_output(task, name, ref)
             atol, rtol = outputs.tolerance(task, dtype)
+            atol = outputs.round_atol(atol, want, n)
             widen = (scales or {}).get(name, 1.0)
             atol, rtol = atol * max(widen, (wide or {}).get(name, 1.0)), rtol * widen
             why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol)

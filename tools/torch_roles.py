@@ -204,11 +204,11 @@ def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> 
     tolerance from this (judge.native_scale), never the candidate's process."""
     import torch
 
-    from .judge import kernelbench_tolerance
+    from .judge import kernelbench_tolerance, output_atol
 
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
     slack = []
-    for picked, o64, m in zip(samples, outs, meta, strict=False):
+    for picked, o64, m, rms in zip(samples, outs, meta, float64_rms(samples, out64), strict=False):
         if picked is None or not isinstance(o64, torch.Tensor):
             slack.append(0.0)
             continue
@@ -218,11 +218,29 @@ def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> 
             slack.append(0.0)
             continue
         atol, rtol = kernelbench_tolerance(str(m["dtype"]))
+        atol = output_atol(atol, rms)  # as the controller will hold the candidate to
         finite = torch.isfinite(truth)
         err = (sample.double() - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
         worst = float(err.max()) if err.numel() else 0.0
         slack.append(worst if worst == worst and worst < SLACK_MAX else SLACK_MAX)
     return slack
+
+
+def float64_rms(samples: list[Any], out64: Any) -> list[float | None]:
+    """Each output's RMS over the finite elements of its float64 sample (None for an output not
+    sampled): what its absolute tolerance is a share of (judge.output_atol)."""
+    import torch
+
+    outs = out64 if isinstance(out64, tuple | list) else (out64,)
+    rms: list[float | None] = []
+    for picked, o64 in zip(samples, outs, strict=False):
+        if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
+            rms.append(None)
+            continue
+        truth = o64.detach().reshape(-1)[:: picked[1]].double()
+        truth = truth[torch.isfinite(truth)]
+        rms.append(float(truth.square().mean().sqrt()) if truth.numel() else None)
+    return rms
 
 
 def float64_nan(samples: list[Any], out64: Any) -> int:
@@ -295,6 +313,7 @@ def _expected(
         out = _float64(runner, weights, sizes, inputs) if room else None
         slack = None if out is None else native_slack(samples, out, native_meta)
         nan64 = None if out is None else float64_nan(samples, out)
+        rms64 = None if out is None else float64_rms(samples, out)
         del samples
         if out is None:
             torch.cuda.empty_cache()
@@ -319,6 +338,7 @@ def _expected(
         if slack is not None:
             header["native_slack"] = slack
             header["float64_nan"] = nan64
+            header["rms64"] = rms64
         if not (on_gpu and trial.get("device")):
             arrays, _ = outputs(out)
             del out

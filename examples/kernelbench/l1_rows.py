@@ -1,12 +1,13 @@
 """KernelBench-format problem: each row divided by its L1 norm. get_inputs() draws only
 non-negative inputs (torch.rand), where the abs is the identity: a kernel that leaves it out is
 right on all of them and wrong wherever a value is negative, which the verifier's scaled inputs
-(half of each span negated) show."""
+(half of each span negated) show. Over 65,536 columns every output is under 3.1e-5, below
+KernelBench's absolute tolerance of 1e-4: the verifier holds each output to a share of its RMS."""
 import torch
 import torch.nn as nn
 
-batch_size = 4096
-dim = 16384
+batch_size = 2048
+dim = 65536
 
 
 class Model(nn.Module):

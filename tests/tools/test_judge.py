@@ -520,3 +520,53 @@ def test_a_scaled_trial_where_the_float64_forward_is_nan_is_not_counted(nan64: A
         "not counted: on inputs x64, the float64 forward is NaN there (the op is not defined there)"
     )
     assert _scaled(False, [0.0], 0).counted  # none: judged as any trial
+
+
+def test_an_absolute_tolerance_is_never_an_outputs_whole_scale() -> None:
+    """output_atol: the absolute tolerance is at most a share of the output's RMS and never
+    shrinks past atol / ATOL_SHRINK_MAX; the task's own where the RMS is not said."""
+    assert judge.output_atol(1e-4, 1.0) == 1e-4  # most outputs: unchanged
+    assert judge.output_atol(1e-4, 2e-3) == pytest.approx(2e-5)
+    assert judge.output_atol(1e-4, 1e-9) == pytest.approx(1e-6)  # rounding noise: the floor
+    for unsaid in (None, float("nan"), float("inf"), -1.0, "1"):
+        assert judge.output_atol(1e-4, unsaid) == 1e-4
+
+
+def test_zeros_do_not_match_an_output_of_values_all_under_the_absolute_tolerance() -> None:
+    """An L1 norm over 65,536 columns has every value under KernelBench's 1e-4: zeros matched
+    it within tolerance. With the reference's RMS said, the absolute tolerance is a share of
+    it, and zeros are wrong; an honest run (float32 rounding) is still right."""
+    task = load_task(EXAMPLES / "kernelbench" / "l1_rows.py")
+    x = np.random.default_rng(0).standard_normal((4, 65536))
+    y = (x / np.abs(x).sum(1, keepdims=True)).ravel()
+    truth = np.sort(np.abs(y))[-64:]  # the largest 64: the attacker's best case
+    trial = Trial({}, seed=3, poisons=(1,))
+    plain = _kb_expected(truth)
+    said = ({**plain[0], "rms64": [float(np.sqrt(np.mean(y**2)))]}, plain[1])
+    zeros = [_kb_run(np.zeros(64))]
+    assert judge.trial_result(task, trial, plain, zeros, "check").ok  # the hole, without it
+    result = judge.trial_result(task, trial, said, zeros, "check")
+    assert not result.ok and "wrong at 64 of 64 elements" in result.reason
+    assert judge.trial_result(task, trial, said, [_kb_run(truth.astype(np.float32))], "check").ok
+
+
+def test_zeros_in_the_timed_calls_do_not_match_tiny_outputs_either() -> None:
+    """The timed calls hold a KernelBench output to the same share of its RMS, read from the
+    reference's sketch of it in each call; a CUDA task's keep the task's own tolerance."""
+    task = load_task(EXAMPLES / "kernelbench" / "l1_rows.py")
+    x = np.random.default_rng(1).standard_normal(65536)
+    y = x / np.abs(x).sum()
+
+    def kb_round(values: np.ndarray) -> dict[str, Any]:
+        out = {**_round(values.astype(np.float32)), "inputs": ["a"], "inputs_after": ["a"]}
+        out |= {"meta": [{"dtype": "float32", "shape": [65536]}]}
+        out["sketch"] = {"output 0": out.pop("sketch")["y"]}
+        return out
+
+    verdict, why, _ = judge.rounds_problem(task, [kb_round(y)] * 8, [kb_round(0 * y)] * 8)
+    assert verdict == "wrong" and "differs from the reference kernel's" in why
+    assert judge.rounds_problem(task, [kb_round(y)] * 8, [kb_round(y)] * 8)[:2] == ("", "")
+    tiny = [0.0, 0.0, 0.0, 1e-12, 0.0, 0.0, 0.0, 0.0]  # a sketch of outputs near 1e-8
+    assert judge.OUTPUTS["kernelbench"].round_atol(1e-4, tiny, 10_000) == pytest.approx(1e-6)
+    assert judge.OUTPUTS["cuda"].round_atol(1e-5, tiny, 10_000) == 1e-5
+    assert judge.OUTPUTS["cpp"].round_atol(1e-5, tiny, 10_000) == 1e-5

@@ -328,6 +328,18 @@ def test_the_float64_outputs_nan_are_counted_where_sampled() -> None:
     assert torch_roles.float64_nan(samples, (bad, ints)) == 2
 
 
+def test_each_float64_outputs_rms_is_read_from_its_sample() -> None:
+    """float64_rms: the RMS of each floating-point output's float64 sample, its finite elements
+    only (what the absolute tolerance is a share of: judge.output_atol); None for the rest."""
+    torch = pytest.importorskip("torch")
+    truth = torch.full((100, 128), 3e-5, dtype=torch.float64)
+    truth[0, 0] = float("inf")
+    ints = torch.arange(3)
+    samples = torch_roles._samples((truth.float(), ints))
+    rms = torch_roles.float64_rms(samples, (truth, ints))
+    assert rms[0] == pytest.approx(3e-5) and rms[1] is None
+
+
 def test_the_timings_scale_makes_every_rounds_inputs_in_both_workers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
