@@ -195,7 +195,12 @@ def _prime_at_least(n: int) -> int:
     return n
 
 
-def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> list[float]:
+def native_slack(
+    samples: list[Any],
+    out64: Any,
+    meta: list[dict[str, Any]],
+    rms: list[float | None] | None = None,
+) -> list[float]:
     """How far the forward in the problem's own dtypes fell from the float64 truth, for each
     output: the most any sampled element's error took of that dtype's tolerance (1.0: at its
     edge; 0 for an output not sampled; SLACK_MAX where it gave NaN or inf and float64 did
@@ -208,7 +213,8 @@ def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> 
 
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
     slack = []
-    for picked, o64, m, rms in zip(samples, outs, meta, float64_rms(samples, out64), strict=False):
+    rms = float64_rms(samples, out64) if rms is None else rms  # each output's, for its atol
+    for picked, o64, m, each in zip(samples, outs, meta, rms, strict=False):
         if picked is None or not isinstance(o64, torch.Tensor):
             slack.append(0.0)
             continue
@@ -218,7 +224,7 @@ def native_slack(samples: list[Any], out64: Any, meta: list[dict[str, Any]]) -> 
             slack.append(0.0)
             continue
         atol, rtol = kernelbench_tolerance(str(m["dtype"]))
-        atol = output_atol(atol, rms)  # as the controller will hold the candidate to
+        atol = output_atol(atol, each)  # as the controller will hold the candidate to
         finite = torch.isfinite(truth)
         err = (sample.double() - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
         worst = float(err.max()) if err.numel() else 0.0
@@ -311,9 +317,9 @@ def _expected(
         native_peak = int(torch.cuda.max_memory_allocated())  # a timing process's, about
         precision = "PyTorch eager in float64"
         out = _float64(runner, weights, sizes, inputs) if room else None
-        slack = None if out is None else native_slack(samples, out, native_meta)
-        nan64 = None if out is None else float64_nan(samples, out)
         rms64 = None if out is None else float64_rms(samples, out)
+        slack = None if out is None else native_slack(samples, out, native_meta, rms64)
+        nan64 = None if out is None else float64_nan(samples, out)
         del samples
         if out is None:
             torch.cuda.empty_cache()
