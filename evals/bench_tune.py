@@ -1,7 +1,7 @@
 """`kernelwright tune` over the example kernels (not a timed test; run on a GPU machine):
 
-    python -m kernelwright.evals.bench_tune [--tasks gelu,rowsum,...] [--budget 24]
-        [--minutes 3] [--numerics] [--json FILE]
+    python -m kernelwright.evals.bench_tune [--tasks gelu,rowsum,...] [--kernels naive,faster]
+        [--budget 24] [--minutes 3] [--numerics] [--json FILE]
 
 For each example, tune its hand-written candidates/faster.cu (its knobs, which its launch
 follows) and its naive reference kernel (its block shape, derived from the task's launch), each
@@ -33,9 +33,12 @@ from kernelwright.tools.task import load_candidate, load_task, reference_candida
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TASKS = ("gelu", "rowsum", "softmax", "matmul", "stencil", "transpose")
+KERNELS = ("naive", "faster")
 
 
-def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list[dict[str, Any]]:
+def bench(
+    names: list[str], budget: int, minutes: float, numerics: bool, labels: tuple[str, ...] = KERNELS
+) -> list[dict[str, Any]]:
     settings = load()
     arch = nvml.device_info().arch
     gpu = local_gpu(settings)
@@ -45,8 +48,8 @@ def bench(names: list[str], budget: int, minutes: float, numerics: bool) -> list
             task = load_task(EXAMPLES / name)
             assert task.kind == "cuda"
             faster = EXAMPLES / name / "candidates" / "faster.cu"
-            kernels = [("naive", reference_candidate(task))]
-            if faster.is_file():
+            kernels = [("naive", reference_candidate(task))] if "naive" in labels else []
+            if "faster" in labels and faster.is_file():
                 kernels.append(("faster", load_candidate(task, faster)))
             for label, cand in kernels:
                 found = tune(
@@ -113,12 +116,16 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--kernels", default=",".join(KERNELS), help="naive, faster or both")
     parser.add_argument("--budget", type=int, default=24)
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--numerics", action="store_true")
     parser.add_argument("--json", type=Path)
     ns = parser.parse_args()
-    rows = bench(ns.tasks.split(","), ns.budget, ns.minutes, ns.numerics)
+    labels = tuple(ns.kernels.split(","))
+    if not labels or set(labels) - set(KERNELS):
+        parser.error(f"--kernels takes naive, faster or both (comma-separated), not {ns.kernels!r}")
+    rows = bench(ns.tasks.split(","), ns.budget, ns.minutes, ns.numerics, labels)
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=2))
     print_table(rows)
