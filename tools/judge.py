@@ -18,7 +18,6 @@ from .kernelbench import KernelBenchTask
 from .plan import Trial
 from .protocol import Expect, Frame
 from .results import TrialResult
-from .scaling import SCALED_INPUTS
 from .spec import CudaTask
 from .task import Task
 
@@ -99,7 +98,10 @@ def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) 
             update={"scale": scale, "counted": False, "ok": True, "reason": why}
         )
     reason = (
-        result.reason if result.ok else f"on inputs x{scale:g} ({SCALED_INPUTS}): {result.reason}"
+        result.reason
+        if result.ok
+        else f"on inputs x{scale:g} (a span of get_inputs()'s, scaled, half of it negated): "
+        f"{result.reason}"
     )
     return result.model_copy(update={"scale": scale, "reason": reason})
 

@@ -260,12 +260,11 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
 # A KernelBench problem declares no inputs beyond what get_inputs() draws (most often N(0, 1)),
 # yet its forward is defined far beyond them: a kernel right only where it is looked at (a
 # softmax without its max subtracted, exact on N(0, 1) and NaN from |x| near 89 on) must not
-# pass. One trial multiplies a span of every floating-point input (runners.scaled_span), and
-# about one element in scaling.SCATTER_EVERY of the rest, each drawn on its own
-# (runners._scatter), by one of these, half of them by its negative (an abs left out is right
-# on every input torch.rand draws); it counts only where the float64 forward holds no NaN and
-# PyTorch's own forward in the problem's dtypes stays finite and near float64 there
-# (judge.scaled_trial): a candidate is held to the problem's own numerics, never beyond them.
+# pass. One trial multiplies a span of every floating-point input (runners.scaled_span) by one
+# of these, half of the span by its negative (an abs left out is right on every input
+# torch.rand draws); it counts only where the float64 forward stays finite and PyTorch's own
+# forward in the problem's dtypes stays finite and near float64 there (judge.scaled_trial): a
+# candidate is held to the problem's own numerics, never beyond them.
 SCALES = (32.0, 64.0, 128.0)
 
 

@@ -25,7 +25,6 @@ from . import kernels
 from .compile import compile_kernel
 from .makers import load_maker, made_inputs
 from .results import CompileResult
-from .scaling import SCATTER_EVERY
 from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec, launch_plan
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -154,13 +153,6 @@ def release_guards() -> None:
 # elements (the first row, the last) to choose a careful path for wide inputs is seen taking its
 # careless one on the rest.
 SPAN_FRACTIONS = (2, 8, 64)
-# And, outside the span, about one element in SCATTER_EVERY, each drawn on its own (_scatter).
-# A candidate's Python runs in the process that makes its inputs, so it can read where the span
-# lies off the round's seed in a few operations and be careful only there (the suite's
-# input/kb_clamp_careful_only_on_the_span did, at 1.16-1.19x on an H200). Where the scattered
-# elements lie it can only learn by a draw, or a look, per element: a pass over the input,
-# which costs what the care it would spare does.
-SCATTER_CHUNK = 1 << 26  # elements drawn at once, two bytes each
 
 
 def scaled_span(n: int, seed: int, index: int) -> tuple[int, int]:
@@ -176,12 +168,11 @@ def scaled_span(n: int, seed: int, index: int) -> tuple[int, int]:
 def _scaled(x: Any, scale: float, seed: int, index: int) -> Any:
     """Input `index` of a scaled trial: its span (scaled_span) multiplied by `scale`, in place,
     the span's first half by `scale` and its second by `-scale` (a strided input: whole rows of
-    its first dimension), and about one element in SCATTER_EVERY of the rest by `scale` or
-    `-scale` (_scatter). Negated too because many problems draw only non-negative inputs
+    its first dimension). Negated too because many problems draw only non-negative inputs
     (torch.rand): code that leaves out an abs or a relu there is right on every one of them.
     An expanded tensor, whose elements share memory (a written row would change them all), is
     made whole first. Alike in both workers: the same tensors from the same seed take the same
-    path, and every factor is a power of two (exact in any floating-point dtype)."""
+    path."""
     if any(step == 0 and n > 1 for step, n in zip(x.stride(), x.shape, strict=True)):
         x = x.contiguous()
     part = x.view(-1) if x.is_contiguous() else x
@@ -189,45 +180,7 @@ def _scaled(x: Any, scale: float, seed: int, index: int) -> Any:
     mid = start + (stop - start + 1) // 2
     part[start:mid].mul_(scale)
     part[mid:stop].mul_(-scale)
-    _scatter(part, scale, seed, index, (start, stop))
     return x
-
-
-def scatter_generator(torch: Any, device: Any, seed: int, index: int) -> Any:
-    """The generator _scatter draws input `index`'s elements from: the trial's (or round's)
-    seed, apart from the span's stream, on the input's own device."""
-    gen = torch.Generator(device=device)
-    gen.manual_seed(((seed * 1_000_003 + index) * 2 + 1) & ((1 << 63) - 1))
-    return gen
-
-
-def _scatter(part: Any, scale: float, seed: int, index: int, span: tuple[int, int]) -> None:
-    """Multiply about one element in SCATTER_EVERY of `part` outside `span` (indices of its
-    first dimension) by `scale` and as many by `-scale`, in place: a draw from 0 to
-    2 * SCATTER_EVERY - 1 per element (int16, SCATTER_CHUNK elements at a time, from
-    scatter_generator), 0 scaled, 1 negated and scaled."""
-    import torch
-
-    if not len(part):
-        return
-    gen = scatter_generator(torch, part.device, seed, index)
-    row = max(1, part[0].numel())
-    step = max(1, SCATTER_CHUNK // row)
-    start, stop = span
-    for lo in range(0, len(part), step):
-        hi = min(lo + step, len(part))
-        chunk = part[lo:hi]
-        draw = torch.randint(
-            0, 2 * SCATTER_EVERY, chunk.shape, generator=gen, device=chunk.device,
-            dtype=torch.int16,
-        )  # fmt: skip
-        a, b = max(start, lo) - lo, min(stop, hi) - lo
-        if a < b:
-            draw[a:b] = 2  # the span's own elements: scaled once, there
-        picked = (draw < 2).nonzero(as_tuple=True)
-        if picked[0].numel():
-            times = torch.where(draw[picked] == 0, scale, -scale).to(chunk.dtype)
-            chunk[picked] *= times
 
 
 class CudaRunner:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import cpp_check, extbuild, fit, judge, nvml, plan, scaling, schedule, verdicts
+from . import cpp_check, extbuild, fit, judge, nvml, plan, schedule, verdicts
 from .builds import BuildCache
 from .compile import compile_reply
 from .errors import NoGpuError
@@ -469,7 +469,7 @@ class Verifier:
                     task, rounds.ref, rounds.cand, scales, wide if scale != 1.0 else None
                 )
                 if verdict and scale != 1.0:
-                    why += f" (on inputs x{scale:g}: {scaling.SCALED_INPUTS})"
+                    why += f" (on inputs x{scale:g}: get_inputs()'s, a span scaled, half negated)"
                 if not verdict:
                     verdict, why = side.audit(task, rounds)
                 if after_rounds:  # the reference's "done", then the trials it runs after

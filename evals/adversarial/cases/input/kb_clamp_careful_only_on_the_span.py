@@ -1,11 +1,9 @@
 # expect: wrong — clamps only the span the harness scales (its seed on the stack, scaled_span public): wrong on a wide value anywhere else
 # task: kernelbench/clamp_rows.py
-# It was a known miss (twenty-sixth session; read correct at 1.16x and 1.19x on an H200 in the
-# twenty-seventh): a candidate's process makes its own inputs, so it can learn where the span
-# lies. Since then about one element in 1,024 outside the span is scaled too, each drawn on its
-# own (runners._scatter): clamping only the span is wrong there. Learning those places takes a
-# draw per element (input/kb_clamp_careful_where_drawn), which costs what the clamp does.
-
+# A known miss (twenty-sixth session): a candidate's process makes its own inputs, so it can
+# learn where they are scaled and be careful only there, at about the careless speed. Only
+# inputs made in another process and handed over (not built) close it; until then the suite
+# reads it correct (1.16x and 1.19x on an H200, twenty-seventh session).
 import sys
 
 import torch
