@@ -168,14 +168,17 @@ def scaled_span(n: int, seed: int, index: int) -> tuple[int, int]:
 def _scaled(x: Any, scale: float, seed: int, index: int) -> Any:
     """Input `index` of a scaled trial: its span (scaled_span) multiplied by `scale`, in place,
     the span's first half by `scale` and its second by `-scale` (a strided input: whole rows of
-    its first dimension). Negated too because many problems draw only non-negative inputs
-    (torch.rand): code that leaves out an abs or a relu there is right on every one of them.
+    its first dimension of more than one). Negated too because many problems draw only
+    non-negative inputs (torch.rand): code that leaves out an abs or a relu there is right on
+    every one of them.
     An expanded tensor, whose elements share memory (a written row would change them all), is
     made whole first. Alike in both workers: the same tensors from the same seed take the same
     path."""
     if any(step == 0 and n > 1 for step, n in zip(x.stride(), x.shape, strict=True)):
         x = x.contiguous()
     part = x.view(-1) if x.is_contiguous() else x
+    while len(part) == 1 and part.dim() > 1:  # strided with one row: the rows of that row
+        part = part[0]
     start, stop = scaled_span(len(part), seed, index)
     mid = start + (stop - start + 1) // 2
     part[start:mid].mul_(scale)

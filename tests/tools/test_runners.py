@@ -68,6 +68,15 @@ def test_a_scaled_inputs_span_is_multiplied_in_place_whatever_its_layout() -> No
     assert torch.equal(got[start:stop], keep[start:stop] * times)
     assert torch.equal(got[:start], keep[:start]) and torch.equal(got[stop:], keep[stop:])
 
+    s = torch.randn(1, 64, 48).transpose(1, 2)  # strided, one row: the rows of that row
+    keep = s.clone()
+    start, stop = runners.scaled_span(48, 7, 0)
+    got = runners._scaled(s, 32.0, 7, 0)
+    times = torch.tensor(_signs(start, stop, 32.0)).unsqueeze(1)
+    assert (times < 0).any() and torch.equal(got[0, start:stop], keep[0, start:stop] * times)
+    assert torch.equal(got[0, :start], keep[0, :start])
+    assert torch.equal(got[0, stop:], keep[0, stop:])
+
     e = torch.randn(1, 40).expand(8, 40)  # one row's memory for all eight
     got = runners._scaled(e, 128.0, 3, 2)
     start, stop = runners.scaled_span(8 * 40, 3, 2)
