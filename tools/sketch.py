@@ -8,7 +8,8 @@ the reference's if (nearly) every element does: to produce it, a candidate must 
 the output, or done as much work. The controller compares:
 
 - the counts and positions of infinities exactly, and no NaN at all;
-- each signed sum within Z times the bound on the sum of honest differences: if every element
+- the sums of |x| and x^2 within what honest differences allow (triangle inequalities), and
+  each signed sum within Z times the bound on the sum of honest differences: if every element
   is within t_i = 2 (atol + rtol |r_i|) of the reference kernel's (which is itself within one
   tolerance of the float64 truth), the difference of two such sums is a sum of +-d_i with
   |d_i| <= t_i, and by Hoeffding's inequality exceeds Z sqrt(sum t_i^2) with probability at
@@ -116,8 +117,30 @@ def problem(
     bound = 2 * math.sqrt(
         max(0.0, finite * atol**2 + 2 * atol * rtol * r["abs"] + rtol**2 * r["sq"])
     )
-    # Both sums are rounded in float64, each in its own order of values: a little slack.
-    slack = (n / (264 * 256) + 300) * 2.3e-16 * (abs(c["abs"]) + abs(r["abs"])) + 1e-300
+    # Both sums are rounded in float64, each in its own order of values: a little slack, from
+    # the reference's |x| alone (twice it: an honest output's is as large). The candidate's own
+    # sums never widen it: zeros with a +-3e38 pair where the round's signs agree had bought
+    # a slack of 4e25, and a worker that reported a huge "abs" one as large.
+    rounding = (n / (264 * 256) + 300) * 2.3e-16
+    slack = rounding * 2 * abs(r["abs"]) + 1e-300
+    # The candidate's sums of |x| and x^2 are its output's too: if every element is within
+    # t_i = 2 (atol + rtol |r_i|) of the reference's, sum |x| is within sum t_i of the
+    # reference's, and sqrt(sum x^2) within sqrt(sum t_i^2) = bound (triangle inequalities).
+    spread = 2 * (finite * atol + rtol * abs(r["abs"]))
+    if not abs(c["abs"] - r["abs"]) <= spread + slack:  # NaN included
+        return (
+            f"{name} differs from {against} on the same inputs: its sum of |x| over all "
+            f"{n:,} elements is {c['abs']:.6g} against {r['abs']:.6g}, further apart than "
+            f"outputs within tolerance can be (atol={atol:g} rtol={rtol:g})"
+        ), []
+    norm = math.sqrt(c["sq"]) if c["sq"] >= 0 else math.inf
+    ref_norm = math.sqrt(max(0.0, r["sq"]))
+    if not abs(norm - ref_norm) <= bound + rounding * 2 * ref_norm + 1e-300:
+        return (
+            f"{name} differs from {against} on the same inputs: its root sum of squares "
+            f"over all {n:,} elements is {norm:.6g} against {ref_norm:.6g}, further apart "
+            f"than outputs within tolerance can be (atol={atol:g} rtol={rtol:g})"
+        ), []
     zs = [(c[k] - r[k]) / (bound + slack) for k in ("s0", "s1")]
     worst = max(abs(z) for z in zs)
     if not worst <= Z_MAX:  # NaN included

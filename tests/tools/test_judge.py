@@ -204,6 +204,65 @@ def test_a_timed_output_that_is_not_the_references_is_caught(gelu_rounds: Any, c
     assert why.endswith("the kernel behaves differently when timed")
 
 
+def _cancelling_pair(signs: tuple[int, int]) -> tuple[int, int]:
+    """Two places where both of a round's sign seeds give the same sign: +M and -M there
+    cancel in both signed sums (a candidate's process can read the seeds off its stack)."""
+    first: dict[tuple[float, float], int] = {}
+    for i in range(64):
+        unit = np.zeros(64)
+        unit[i] = 1.0
+        got = _sketch(unit, signs)
+        key = (got[0], got[1])
+        if key in first:
+            return first[key], i
+        first[key] = i
+    raise AssertionError("no two of 64 places share both signs")
+
+
+def test_a_timed_output_cannot_buy_its_own_slack_with_huge_values(gelu_rounds: Any) -> None:
+    """Zeros, plus +3e38 and -3e38 where both signs agree, cancel in both signed sums; the
+    candidate's own sum of |x| once widened the rounding slack to 4e25, and every call passed.
+    Its |x| and x^2 are now held to the reference's, and the slack is the reference's."""
+    task, y = gelu_rounds
+    i, j = _cancelling_pair((5, 6))
+    forged = np.zeros_like(y)
+    forged[i], forged[j] = 3.0e38, -3.0e38
+    got = _sketch(forged)
+    assert abs(got[0]) < 1e30 and abs(got[1]) < 1e30  # the pair cancels in both sums
+    verdict, why, _ = judge.rounds_problem(task, [_round(y)], [_round(forged)])
+    assert verdict == "wrong" and "sum of |x|" in why and "timed call 1 of 1" in why
+
+
+@pytest.mark.parametrize("field, value", [("abs", 1e300), ("sq", 1e300), ("abs", float("nan"))])
+def test_a_worker_reporting_a_huge_or_broken_sum_is_wrong(
+    gelu_rounds: Any, field: str, value: float
+) -> None:
+    """A worker whose sketch says its sum of |x| (or x^2) is huge, to widen the slack for a
+    bf16-like error in the signed sums: the fields are checked against the reference's first."""
+    task, y = gelu_rounds
+    rough = y.astype(np.float16).astype(np.float32)  # about 1e-3 off: beyond tolerance
+    report = _sketch(rough)
+    report[sketch.FIELDS.index(field)] = value
+    cand = _round(rough)
+    cand["sketch"] = {"y": report}
+    verdict, why, _ = judge.rounds_problem(task, [_round(y)], [cand])
+    assert verdict == "wrong" and ("sum of |x|" in why or "root sum of squares" in why)
+
+
+def test_honest_outputs_keep_their_sums_within_the_bounds(gelu_rounds: Any) -> None:
+    """Every element off by 0.9 of the tolerance, away from zero (the worst case for the sums
+    of |x| and x^2 within tolerance): passes. Off by 2.5 times it, away from zero, in one call:
+    the signed sums alone do not see it, the sum of |x| does."""
+    _, y = gelu_rounds
+    t = 1e-5 + 1e-5 * np.abs(y)
+    want = _sketch(y)
+    edge = _sketch((y + np.sign(y) * 0.9 * t).astype(np.float32))
+    assert sketch.problem("y", edge, want, y.size, 1e-5, 1e-5)[0] == ""
+    biased = _sketch((y + np.sign(y) * 2.5 * t).astype(np.float32))
+    why, _ = sketch.problem("y", biased, want, y.size, 1e-5, 1e-5)
+    assert "sum of |x|" in why
+
+
 def test_errors_a_little_above_tolerance_in_every_call_are_caught_in_sum(gelu_rounds: Any) -> None:
     task, y = gelu_rounds
     rng = np.random.default_rng(2)
