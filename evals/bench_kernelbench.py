@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -256,7 +257,15 @@ def kw_check(
         return row, None
 
 
-TIMING_KEYS = ("processes", "rounds", "calls_per_round", "warmup_ms", "rounds_ms", "call_wall_ms")
+TIMING_KEYS = (
+    "processes",
+    "rounds",
+    "calls_per_round",
+    "warmup_ms",
+    "rounds_ms",
+    "call_wall_ms",
+    "input_scale",
+)
 
 
 def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
@@ -366,6 +375,20 @@ class Row:
     theirs: dict[str, Any] = field(default_factory=dict)
 
 
+def scaled(ours: dict[str, Any]) -> str:
+    """How a check's scaled trial went (pure): "x±64" where it counted (every timed call's
+    inputs were scaled so), "no" where it did not, "-" where the report does not say (the
+    scale from the timing, or, in runs before it was kept there, from the reason)."""
+    scale = (ours.get("timing") or {}).get("input_scale")
+    if isinstance(scale, int | float) and scale != 1:
+        return f"x±{scale:g}"
+    reason = str(ours.get("reason") or "")
+    if "not counted" in reason:
+        return "no"
+    found = re.search(r"inputs also x±(\d+)", reason)
+    return f"x±{found.group(1)}" if found else "-"
+
+
 def _gib(n: Any) -> str:
     return f"{n / (1 << 30):.1f}" if isinstance(n, int | float) else "-"
 
@@ -382,6 +405,7 @@ def table(rows: Sequence[Row]) -> str:
     """The side-by-side table, and a summary against the targets."""
     head = (
         f"{'problem':44s} {'verdict':10s} {'self':>7s} {'wall s':>7s} {'timing':>7s} "
+        f"{'scaled':>6s} "
         f"{'GPU GiB':>8s} {'host GiB':>8s} | {'KB verdict':10s} {'KB self':>7s} {'KB s':>6s} "
         f"{'KB GPU':>7s} {'ours/KB':>7s}"
     )
@@ -400,6 +424,7 @@ def table(rows: Sequence[Row]) -> str:
             f"{r.problem[:44]:44s} {str(o.get('verdict', '-'))[:10]:10s} "
             f"{_x(o.get('speedup')):>7s} "
             f"{_s(o.get('wall_s')):>7s} {_s((o.get('phase_s') or {}).get('timing')):>7s} "
+            f"{scaled(o):>6s} "
             f"{_gib(o.get('peak_gpu_bytes')):>8s} {_gib(o.get('peak_host_bytes')):>8s} | "
             f"{str(t.get('verdict', '-'))[:10]:10s} {_x(t.get('speedup')):>7s} "
             f"{_s(t.get('wall_s')):>6s} {_gib(t.get('peak_gpu_bytes')):>7s} "
@@ -422,12 +447,16 @@ def summary(rows: Sequence[Row]) -> str:
         for r in done
         if r.theirs.get("verdict") == "correct" and r.ours["wall_s"] <= 3 * r.theirs["wall_s"]
     ]
+    told = [scaled(r.ours) for r in done if scaled(r.ours) != "-"]
     parts = [
         f"{len(done)} of {len(rows)} checked correct",
         f"{len(in_band)} of {len(done)} read 1.00x within {BAND:.0%}",
         f"median wall {statistics.median(walls):.1f} s (target: at most 10 s)" if walls else "",
         f"KernelBench's harness median {statistics.median(theirs):.1f} s" if theirs else "",
         f"{len(within3)} within 3x KernelBench's time" if theirs else "",
+        f"the scaled trial counted in {sum(s != 'no' for s in told)} of {len(told)}"
+        if told
+        else "",
     ]
     return "; ".join(p for p in parts if p)
 

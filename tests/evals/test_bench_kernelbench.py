@@ -320,3 +320,22 @@ def test_a_checks_worker_starts_reach_its_row_in_seconds(
     }
     monkeypatch.setattr(bench, "kw_check", lambda argv, timeout_s: ({"wall_s": 9.5}, report))
     assert bench.our_check(problem, 60.0)["worker_start_s"] == {"reference": {"imports": 2.7}}
+
+
+def test_the_table_says_where_the_scaled_trial_counted() -> None:
+    """From the timing's input scale where the report keeps it, else from the reason (runs
+    before it was kept); "no" where the trial did not count, "-" where nothing says."""
+
+    def row(i: int, ours: dict[str, object]) -> Any:
+        return bench.Row(f"1/{i}_P", ours={"verdict": "correct", "speedup": 1.0, "wall_s": 9.0,
+                                           **ours})  # fmt: skip
+
+    rows = [
+        row(1, {"timing": {"input_scale": 64.0}, "reason": "12 trials"}),
+        row(2, {"reason": "12 trials, inputs also x±128 (every timed call's x±128 too)"}),
+        row(3, {"timing": {"input_scale": 1.0}, "reason": "6 trials; a trial not counted: ..."}),
+        row(4, {"reason": "6 trials over 1 shapes"}),
+    ]
+    assert [bench.scaled(r.ours) for r in rows] == ["x±64", "x±128", "no", "-"]
+    assert "x±64" in bench.table(rows).splitlines()[2]
+    assert bench.summary(rows).endswith("; the scaled trial counted in 2 of 3")
