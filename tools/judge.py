@@ -69,6 +69,10 @@ def native_scale(ref_header: dict[str, Any], j: int) -> float:
     return min(SCALE_MAX, max(1.0, SLACK_TIMES * float(value)))
 
 
+# what a scaled trial's inputs (and a scaled timed call's) are, in a verdict's reason
+SCALED_INPUTS = "a span of get_inputs()'s, scaled, half of it negated"
+
+
 def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) -> TrialResult:
     """A trial on inputs scaled up (plan.SCALES; half of each span negated), judged as any
     trial where the float64 forward gave no NaN (the op is defined there) and PyTorch's own
@@ -98,10 +102,7 @@ def scaled_trial(result: TrialResult, trial: Trial, ref_header: dict[str, Any]) 
             update={"scale": scale, "counted": False, "ok": True, "reason": why}
         )
     reason = (
-        result.reason
-        if result.ok
-        else f"on inputs x{scale:g} (a span of get_inputs()'s, scaled, half of it negated): "
-        f"{result.reason}"
+        result.reason if result.ok else f"on inputs x{scale:g} ({SCALED_INPUTS}): {result.reason}"
     )
     return result.model_copy(update={"scale": scale, "reason": reason})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .correctness import tolerance
+from .signature import strip_comments
 from .spec import FLOAT_DTYPES, CompileOptions, CudaTask
 
 NUMERICS = {  # the approximations, each as the options it sets
@@ -51,7 +52,7 @@ def allowed(task: CudaTask, source: str) -> tuple[list[str], str]:
     if getattr(task, "compare", "close") == "exact" or exact:  # a C++ task's, or integers
         why = f"output '{exact[0].name}' is {exact[0].dtype}" if exact else "the task says so"
         return [], f"numerics not tried: outputs compared exactly ({why})"
-    called = [f for f in FAST_MATH if re.search(rf"\b{f}f?\s*\(", without_comments(source))]
+    called = [f for f in FAST_MATH if re.search(rf"\b{f}f?\s*\(", strip_comments(source))]
     unbounded = [f"{f}f" for f in called if FAST_MATH[f] is None]
     errs = [*ERRORS.values(), *(e for f in called if (e := FAST_MATH[f]) is not None)]
     bounds = {**ERRORS, "fast math": (max(e[0] for e in errs), max(e[1] for e in errs))}
@@ -73,11 +74,6 @@ def allowed(task: CudaTask, source: str) -> tuple[list[str], str]:
             tried.append(name)
     note = "numerics tried: " + ", ".join(tried) if tried else "numerics not tried"
     return tried, note + ("; not " + "; not ".join(refused) if refused else "")
-
-
-def without_comments(source: str) -> str:
-    """The source without its comments (a function named in one is not called)."""
-    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
 
 
 def now(o: CompileOptions) -> str:

@@ -195,6 +195,16 @@ def _prime_at_least(n: int) -> int:
     return n
 
 
+def _sampled64(picked: Any, o64: Any) -> Any:
+    """The float64 output's elements at its native sample's places (as double), or None where
+    the output was not sampled or is not floating-point."""
+    import torch
+
+    if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
+        return None
+    return o64.detach().reshape(-1)[:: picked[1]].double()
+
+
 def native_slack(
     samples: list[Any],
     out64: Any,
@@ -215,18 +225,14 @@ def native_slack(
     slack = []
     rms = float64_rms(samples, out64) if rms is None else rms  # each output's, for its atol
     for picked, o64, m, each in zip(samples, outs, meta, rms, strict=False):
-        if picked is None or not isinstance(o64, torch.Tensor):
-            slack.append(0.0)
-            continue
-        sample, step = picked
-        truth = o64.detach().reshape(-1)[::step].double()
-        if truth.numel() != sample.numel():
+        truth = _sampled64(picked, o64)
+        if truth is None or truth.numel() != picked[0].numel():
             slack.append(0.0)
             continue
         atol, rtol = kernelbench_tolerance(str(m["dtype"]))
         atol = output_atol(atol, each)  # as the controller will hold the candidate to
         finite = torch.isfinite(truth)
-        err = (sample.double() - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
+        err = (picked[0].double() - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
         worst = float(err.max()) if err.numel() else 0.0
         slack.append(worst if worst == worst and worst < SLACK_MAX else SLACK_MAX)
     return slack
@@ -240,12 +246,11 @@ def float64_rms(samples: list[Any], out64: Any) -> list[float | None]:
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
     rms: list[float | None] = []
     for picked, o64 in zip(samples, outs, strict=False):
-        if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
-            rms.append(None)
-            continue
-        truth = o64.detach().reshape(-1)[:: picked[1]].double()
-        truth = truth[torch.isfinite(truth)]
-        rms.append(float(truth.square().mean().sqrt()) if truth.numel() else None)
+        truth = _sampled64(picked, o64)
+        truth = None if truth is None else truth[torch.isfinite(truth)]
+        rms.append(
+            float(truth.square().mean().sqrt()) if truth is not None and truth.numel() else None
+        )
     return rms
 
 
@@ -260,9 +265,8 @@ def float64_nan(samples: list[Any], out64: Any) -> int:
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
     count = 0
     for picked, o64 in zip(samples, outs, strict=False):
-        if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
-            continue
-        count += int(torch.isnan(o64.detach().reshape(-1)[:: picked[1]]).sum())
+        truth = _sampled64(picked, o64)
+        count += 0 if truth is None else int(torch.isnan(truth).sum())
     return count
 
 

@@ -27,6 +27,7 @@ from . import numerics as approximations
 from .knobs import Knob, knob_values, knobs
 from .results import CheckReport, CompileResult
 from .search import Point
+from .signature import strip_comments
 from .spec import CompileOptions, CudaCandidate, CudaTask, LaunchSpec
 
 __all__ = ["Knob", "knobs"]
@@ -232,9 +233,7 @@ def space(task: CudaTask, candidate: CudaCandidate, *, numerics: bool = False) -
     dims.append(_dim("ptxas", (None, *PTXAS_LEVELS), o.ptxas_level))
     threads = block_threads(task, candidate.launch, candidate.source, o.defines)
     own = (o.max_threads_per_block, o.min_blocks_per_sm)
-    declared = re.search(
-        r"\b__launch_bounds__\s*\(", approximations.without_comments(candidate.source)
-    )
+    declared = re.search(r"\b__launch_bounds__\s*\(", strip_comments(candidate.source))
     # bounds set by hand otherwise than tune sets them (threads alone, or others) stay as they are
     if threads and not declared and (own == (None, None) or (own[0] == threads and own[1])):
         dims.append(_dim("launch_bounds", (None, *MIN_BLOCKS_PER_SM), o.min_blocks_per_sm))

@@ -469,7 +469,7 @@ class Verifier:
                     task, rounds.ref, rounds.cand, scales, wide if scale != 1.0 else None
                 )
                 if verdict and scale != 1.0:
-                    why += f" (on inputs x{scale:g}: get_inputs()'s, a span scaled, half negated)"
+                    why += f" (on inputs x{scale:g}: {judge.SCALED_INPUTS})"
                 if not verdict:
                     verdict, why = side.audit(task, rounds)
                 if after_rounds:  # the reference's "done", then the trials it runs after
