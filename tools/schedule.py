@@ -174,20 +174,31 @@ def _measure(ref: Sandbox, others: list[Sandbox], budget: Budget) -> tuple[int, 
 
 
 def _round(
-    box: Sandbox, group: list[list[int]], probe: bool, timeout_s: float, phase: str, who: str
-) -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
-    """A round's calls, a message each, with its input seed and sign seeds (`probe`: the first
-    waits for the GPU to be quiet). Returns their wall ms by the controller's clock, added up,
-    their replies, and the first's header."""
-    wall, replies, first = 0.0, [], dict[str, Any]()
-    for j, entry in enumerate(group):
+    box: Sandbox, group: list[list[int]], timeout_s: float, phase: str, who: str
+) -> tuple[float, list[dict[str, Any]]]:
+    """A round's calls, a message each, with its input seed and sign seeds. Returns their wall
+    ms by the controller's clock, added up, and their replies."""
+    wall, replies = 0.0, []
+    for entry in group:
         t0 = time.perf_counter()
-        box.send({"cmd": "round", "round": entry, "probe": probe and j == 0})
+        box.send({"cmd": "round", "round": entry})
         header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
         wall += (time.perf_counter() - t0) * 1e3
         replies.append(_reply(header, who))
-        first = first or header
-    return wall, replies, first
+    return wall, replies
+
+
+def _probe(box: Sandbox, timeout_s: float, phase: str, who: str) -> dict[str, Any]:
+    """Before a batch, a message of its own that no wall counts: the worker waits until no
+    other context runs on the GPU (up to 2 s). Inside the batch's first call, that wait fell on
+    the reference's wall and was credited to the candidate as the reference's harness time: a
+    candidate that left 20 ms of GPU work behind each batch the reference's followed bought
+    that much room to forge its samples in (the suite's kb_forge_behind_the_reference_probe)."""
+    box.send({"cmd": "probe"})
+    header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
+    if header.get("type") != "probed":
+        raise WorkerFailure("crashed", f"the {who} worker did not probe the GPU")
+    return header
 
 
 @contextlib.contextmanager
@@ -310,18 +321,15 @@ def _pair_of_batches(
         phase = f"timing the {who}"
         with _paused(cand if side == "ref" else ref):  # each timed alone
             walls[side] = []
-            for i, group in enumerate(chunk):
-                wall, replies, first = _round(
-                    box, group, i == 0, budget.round_timeout_s, phase, who
-                )
+            probed = _probe(box, budget.round_timeout_s, phase, who)
+            quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us
+            quiets.append(_us(probed.get("quiet_us")))
+            if side == "ref":
+                out.ref_settled_us.append(_us(probed.get("settled_us")))
+            for group in chunk:
+                wall, replies = _round(box, group, budget.round_timeout_s, phase, who)
                 (out.ref if side == "ref" else out.cand).extend(replies)
                 walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
-                if i == 0:  # the batch's first message probed the GPU
-                    quiet, settled = first.get("quiet_us"), first.get("settled_us")
-                    quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us
-                    quiets.append(_us(quiet))
-                    if side == "ref":
-                        out.ref_settled_us.append(_us(settled))
     for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):
         out.walls.append((cw, cs, rw, rs, k))
     out.entries.extend(drawn)

@@ -117,10 +117,10 @@ class Worker:
                 self._probe(cmd)  # first, whatever else ran on the GPU is over
                 facts = warm_up(rounds, int(cmd.get("calls", 8)), 0.0)
                 self.send({"type": "measured", **facts})
+            elif kind == "probe":  # before a batch, apart from its timed calls
+                self.send({"type": "probed", **self._probe(cmd | {"probe": True})})
             elif kind == "round":
-                reply: dict[str, Any] = {"type": "round", **self._probe(cmd)}
-                reply["result"] = rounds.round(*seeds_of(cmd["round"]))
-                self.send(reply)
+                self.send({"type": "round", "result": rounds.round(*seeds_of(cmd["round"]))})
             elif kind == "post" and post is not None:
                 gc.enable()
                 self._spin(0.0)

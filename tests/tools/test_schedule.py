@@ -50,11 +50,13 @@ class FakeWorker:
             return {"type": "warm"}, []
         if cmd["cmd"] == "measure":
             return {"type": "measured"}, []
-        if cmd["probe"]:
+        if cmd["cmd"] == "probe":  # a batch's first message, apart from its calls
             self.log.append(f"{self.name} rounds")
+            return {"type": "probed", "quiet_us": 10.0, "settled_us": 10.0}, []
+        assert "probe" not in cmd
         self.rounds_seen.append(cmd["round"])
         result = {"ms": self.ms * (1 + self.rng.gauss(0, self.noise)), "host_ms": 2 * self.ms}
-        return {"type": "round", "quiet_us": 10.0, "settled_us": 10.0, "result": result}, []
+        return {"type": "round", "result": result}, []
 
 
 def _run(ref: Any, cand: Any, **budget: Any) -> schedule.Rounds:
@@ -105,12 +107,20 @@ def test_quiet_rounds_stop_early_noisy_ones_run_to_the_budget() -> None:
 def test_a_malformed_reply_is_a_broken_worker(reply: dict[str, Any]) -> None:
     class Liar(FakeWorker):
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
-            if self.pending["cmd"] == "warmup":
-                return {"type": "warm"}, []
+            if self.pending["cmd"] in ("warmup", "probe"):
+                return super().receive(*args, **kwargs)
             return reply, []
+
+    class NoProbe(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "probe":
+                return reply, []
+            return super().receive(*args, **kwargs)
 
     with pytest.raises(WorkerFailure, match="no valid"):
         _run(FakeWorker("ref", [], 1.0), Liar("cand", [], 0.5))
+    with pytest.raises(WorkerFailure, match="did not probe"):
+        _run(FakeWorker("ref", [], 1.0), NoProbe("cand", [], 0.5))
 
 
 def test_the_candidate_is_resumed_even_when_the_reference_fails() -> None:
@@ -186,7 +196,8 @@ def test_kernelbench_rounds_a_call_a_message_sized_by_the_reference() -> None:
     assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
     calls = [h for h in sent if h["cmd"] == "round"]
     assert len(calls) == 64 and all(len(h["round"]) == 3 for h in calls)
-    assert sum(h["probe"] for h in calls) == 4  # the first call of each batch (two a side)
+    # before the first call of each batch (two a side), a probe of its own
+    assert sum(h["cmd"] == "probe" for h in sent) == 4
     assert len(out.walls) == 4 and all(w[4] == 8 for w in out.walls)
 
     class Silent(FakeWorker):

@@ -26,6 +26,16 @@ class _Rounds:
         return {"ms": 0.1, "host_ms": 0.11}
 
 
+class _Clock:
+    """A GPU another context holds for two looks, then has to itself."""
+
+    def __init__(self) -> None:
+        self.looks = [5000.0, 4000.0, 3.0]
+
+    def quiet_us(self) -> float:
+        return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+
+
 @contextlib.contextmanager
 def _served(tmp_path: Path, commands: list[dict[str, Any]]) -> Iterator[tuple[_Rounds, int]]:
     """A worker over real pipes, its commands written ahead; yields its rounds (after
@@ -36,6 +46,7 @@ def _served(tmp_path: Path, commands: list[dict[str, Any]]) -> Iterator[tuple[_R
         reader = FrameReader(cmd_r)
         worker = serving.Worker.__new__(serving.Worker)
         worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
+        worker.clock = _Clock()
         for cmd in commands:
             write_message(cmd_w, cmd, [])
         rounds = _Rounds(reader)
@@ -64,6 +75,24 @@ def test_a_worker_polls_for_its_next_call_only_through_the_rounds(tmp_path: Path
         replies = FrameReader(out_r)
         kinds = [replies.read_message(1e12)[0]["type"] for _ in range(4)]
         assert kinds == ["warm", "round", "round", "done"]
+
+
+def test_a_batch_is_probed_in_a_message_of_its_own(tmp_path: Path) -> None:
+    """The wait for a quiet GPU comes before a batch, in its own message (on no wall the
+    controller counts): a round's reply carries no probe, and the probe's reply says what the
+    worker found first and once it settled."""
+    commands = [
+        {"cmd": "warmup", "calls": 1, "seconds": 0.0},
+        {"cmd": "probe"},
+        {"cmd": "round", "round": [1, 2, 3]},
+        {"cmd": "done"},
+    ]
+    with _served(tmp_path, commands) as (_, out_r):
+        replies = FrameReader(out_r)
+        got = [replies.read_message(1e12)[0] for _ in range(4)]
+    assert [g["type"] for g in got] == ["warm", "probed", "round", "done"]
+    assert got[1]["quiet_us"] == 5000.0 and got[1]["settled_us"] == 3.0
+    assert set(got[2]) - {"arrays"} == {"type", "result"}
 
 
 def test_the_warm_ups_scale_reaches_the_rounds_and_nothing_else_is_taken(tmp_path: Path) -> None:
