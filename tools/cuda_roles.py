@@ -143,6 +143,8 @@ def _reference_trial(
     worker.sync()
     dtypes = [str(x.dtype) for x in outs]
     header = {"type": "expected", "trial": i, "checksums": sums, "dtypes": dtypes}
+    if ref_fn is not None:
+        header["kernel_miss"] = kernel_miss(task, runner, ins, outs, sizes)
     if on_gpu and trial.get("device"):
         from .devcompare import compare_here
 
@@ -150,6 +152,39 @@ def _reference_trial(
         compare_here(worker, i, outs)
         return
     worker.send(header, [flat(x.get()) for x in outs])
+
+
+def kernel_miss(task: Any, runner: Any, ins: dict[str, Any], truth: list[Any], sizes: Any) -> dict:
+    """How far the task's own kernel, which the timing runs as the reference, misses its
+    float64 reference on a trial's inputs, in tolerances (the worst element), by output name:
+    a candidate's timed outputs are held to that kernel's, within one tolerance plus this
+    (judge.honest_times). Inputs the kernel writes are copied first; outputs poisoned as a
+    trial's are."""
+    import cupy
+
+    from .correctness import tolerance
+
+    arrays = dict(ins)
+    for a in task.args:
+        if a.role == "inout":
+            arrays[a.name] = ins[a.name].copy()
+    arrays |= runner.outputs(sizes, 0x7FC00001)
+    runner.launch(arrays, sizes)
+    missed: dict[str, float] = {}
+    outs = [a for a in task.args if a.role in ("out", "inout")]
+    for a, want in zip(outs, truth, strict=True):
+        got = arrays[a.name]
+        if got.dtype.kind != "f":
+            continue
+        atol, rtol = tolerance(a.dtype, task.atol, task.rtol)
+        t = want.astype(cupy.float64).ravel()
+        g = got.astype(cupy.float64).ravel()
+        finite = cupy.isfinite(t)
+        err = cupy.abs(g - t)[finite] / (atol + rtol * cupy.abs(t[finite]))
+        worst = float(err.max()) if err.size else 0.0
+        missed[a.name] = worst if worst == worst else float("inf")  # NaN: unknown
+    del arrays
+    return missed
 
 
 def copies(task: Any, calls: int = 12, budget_s: float = 2.0) -> list[float]:

@@ -112,8 +112,12 @@ def timed_scale(results: Sequence[TrialResult]) -> float:
     counted, so the calls that are timed are never ones a careless path gets right (an
     exponent taken without its max, a clamp left out) while the trials see wider inputs. The
     candidate's process, which makes its own inputs, can know which calls are scaled; with
-    every timed call scaled, being careful only then gains it nothing."""
-    return next((t.scale for t in results if t.scale != 1.0 and t.counted and t.ok), 1.0)
+    every timed call scaled, being careful only then gains it nothing. The trial at the bench
+    size (where the calls are timed) decides, not one held out."""
+    return next(
+        (t.scale for t in results if t.scale != 1.0 and t.counted and t.ok and not t.held_out),
+        1.0,
+    )
 
 
 def native_scales(ref_header: dict[str, Any], into: dict[str, float]) -> None:
@@ -672,12 +676,46 @@ def _changed_input(got: Any, want: Any) -> str:
     return "an input"
 
 
+def reference_misses(task: Task, ref_header: dict[str, Any], into: dict[str, float]) -> None:
+    """How far the outputs the reference's worker times missed the truth its trial held the
+    candidate to, in tolerances, from a reference trial's header, kept in `into` by output
+    name where it is the most so far (honest_times): a KernelBench forward's in the problem's
+    own dtypes (native_slack), a CUDA task's own kernel against its float64 Python reference
+    (kernel_miss). A value that is not a non-negative number counts as unknown (inf)."""
+    if task.kind == "kernelbench":
+        said = ref_header.get("native_slack")
+        each = {f"output {j}": v for j, v in enumerate(said)} if isinstance(said, list) else {}
+    else:
+        said = ref_header.get("kernel_miss")
+        each = said if isinstance(said, dict) else {}
+    for name, v in each.items():
+        v = float(v) if isinstance(v, int | float) and v >= 0 else math.inf
+        into[str(name)] = max(into.get(str(name), 0.0), v)
+
+
+def honest_times(
+    task: Task, name: str, misses: Mapping[str, float] | None, widen: float = 1.0
+) -> float:
+    """How many of its tolerances (widened `widen` times, as the trials' were) a timed call's
+    output may honestly be from the reference's, 1 to 2 (sketch.problem): the candidate within
+    one of the truth, the reference within its measured miss (reference_misses, in the
+    unwidened tolerance). Where the reference is the truth (a CUDA task without a float64
+    reference: its own kernel), 1; where its miss is not known, 2."""
+    if task.kind == "cuda" and not getattr(task, "reference_python", None):
+        return 1.0
+    miss = (misses or {}).get(name)
+    if miss is None or not math.isfinite(miss):
+        return 2.0
+    return 1.0 + min(1.0, miss / max(widen, 1.0))
+
+
 def rounds_problem(
     task: Task,
     ref_rounds: Sequence[dict[str, Any]],
     cand_rounds: Sequence[dict[str, Any]],
     scales: Mapping[str, float] | None = None,
     wide: Mapping[str, float] | None = None,
+    misses: Mapping[str, float] | None = None,
 ) -> tuple[str, str, list[float]]:
     """(verdict, why, z scores) for the candidate's timed calls against the reference's on the
     same inputs: "" verdict when every call is right. Each round is judged whole: its inputs,
@@ -685,7 +723,9 @@ def rounds_problem(
     widened as the trials' were (native_scale, the most over them; 1 where not said). `wide`:
     where the calls' inputs are scaled, the scaled trial's widening, for the absolute
     tolerance only (wide inputs move near-zero outputs by more; a relative tolerance widened
-    too would let TF32 or bf16 through in the timed calls alone). An output the reference
+    too would let TF32 or bf16 through in the timed calls alone). `misses`: by output name,
+    how far the reference's timed outputs missed the truth in the trials (reference_misses),
+    which sets how far apart honest outputs may be (honest_times). An output the reference
     itself gave NaN in a call is not compared in that call: nothing there can match."""
     outputs = OUTPUTS[task.kind]
     zs: list[float] = []
@@ -721,7 +761,8 @@ def rounds_problem(
             atol = outputs.round_atol(atol, want, n)
             widen = (scales or {}).get(name, 1.0)
             atol, rtol = atol * max(widen, (wide or {}).get(name, 1.0)), rtol * widen
-            why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol)
+            times = honest_times(task, name, misses, widen)
+            why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol, times=times)
             if why:
                 why = f"during timing ({call}): {why}; the kernel behaves differently when timed"
                 return "wrong", why, zs

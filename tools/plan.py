@@ -271,7 +271,11 @@ SCALES = (32.0, 64.0, 128.0)
 def _problem_trials(task: KernelBenchTask, rng: random.Random) -> Planned:
     """A KernelBench problem's trials: its own inputs, a smaller and a larger batch held out
     where it has a batch_size global, and its inputs scaled up (SCALES) at its own sizes: the
-    timed ones, where code careless only at the size it is timed at would gain."""
+    timed ones, where code careless only at the size it is timed at would gain. The held-out
+    batches' inputs are scaled too: a kernel careful at the bench size alone (a clamp kept
+    only where the batch is the problem's) read correct while wide inputs were tried there
+    only (the suite's kb_clamp_left_out_off_the_bench_size); the batches held out after the
+    timing (_problem_after) keep get_inputs()'s own."""
     bench: dict[str, int] = {}
     shapes: list[dict[str, int]] = [{}]
     trials = [Trial(bench, _seed(), poisons(rng, 1))]
@@ -282,7 +286,10 @@ def _problem_trials(task: KernelBenchTask, rng: random.Random) -> Planned:
         below = below if below != batch else max(1, batch - 1)
         larger = batch + rng.randint(1, max(1, batch // 8))
         for held in (below, larger):
-            trials.append(Trial({"batch_size": held}, _seed(), poisons(rng, 2), held_out=True))
+            scale = rng.choice(SCALES)
+            trials.append(
+                Trial({"batch_size": held}, _seed(), poisons(rng, 2), held_out=True, scale=scale)
+            )
     trials.append(Trial(bench, _seed(), poisons(rng, 1), scale=rng.choice(SCALES)))
     return trials, shapes, bench
 

@@ -231,6 +231,7 @@ class Verifier:
         # each output's tolerance widened where PyTorch's own run misses float64 (KernelBench)
         scales: dict[str, float] = {}
         wide: dict[str, float] = {}  # the same from the scaled trial, for scaled timed calls
+        misses: dict[str, float] = {}  # the reference's timed outputs' miss of the truth
         # where the first reference's and candidate's workers spent their start, by their own
         # account (reported, never decided on)
         starts: dict[str, dict[str, float]] = {}
@@ -384,9 +385,11 @@ class Verifier:
                         if isinstance(v := message[0].get(key), int):
                             sizing[key] = pick(sizing.get(key, v), v)
                     message = side.expected(i, trial, message)
-                    # a scaled trial's slack is its own (scaled_trial), and the scaled
-                    # timed calls' absolute tolerance (rounds_problem)
-                    judge.native_scales(message[0], scales if trial.scale == 1.0 else wide)
+                    # a scaled trial's slack is its own (scaled_trial), and, at the bench
+                    # size, the scaled timed calls' absolute tolerance (rounds_problem)
+                    into = scales if trial.scale == 1.0 else {} if trial.held_out else wide
+                    judge.native_scales(message[0], into)
+                    judge.reference_misses(task, message[0], misses)
                     sample()
                     lap("reference")
                     stage = "candidate"
@@ -466,7 +469,12 @@ class Verifier:
                 ref_box.send({"cmd": "done"})
                 side.after_rounds(ref_box, self.options.run_timeout_s)
                 verdict, why, _ = judge.rounds_problem(
-                    task, rounds.ref, rounds.cand, scales, wide if scale != 1.0 else None
+                    task,
+                    rounds.ref,
+                    rounds.cand,
+                    scales,
+                    wide if scale != 1.0 else None,
+                    misses,
                 )
                 if verdict and scale != 1.0:
                     why += f" (on inputs x{scale:g}: {judge.SCALED_INPUTS})"

@@ -4,6 +4,7 @@ reference's."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -495,10 +496,14 @@ def test_timed_calls_take_the_scale_of_a_scaled_trial_that_counted() -> None:
     from kernelwright.tools.results import TrialResult
 
     plain = TrialResult(sizes={"batch_size": 128}, ok=True)
-    counted = _scaled(True, [0.0])
+    counted = _scaled(True, [0.0]).model_copy(update={"held_out": False, "sizes": {}})
     assert judge.timed_scale([plain, counted, plain]) == 64.0
     assert judge.timed_scale([plain, _scaled(False, [1e9])]) == 1.0  # not counted
     assert judge.timed_scale([plain, plain]) == 1.0
+    # a held-out batch's scaled trial does not set the bench size's timed calls
+    held = _scaled(True, [0.0]).model_copy(update={"scale": 128.0})  # batch_size=70
+    assert judge.timed_scale([plain, held, counted]) == 64.0
+    assert judge.timed_scale([plain, held]) == 1.0
 
 
 def test_scaled_timed_calls_widen_the_absolute_tolerance_only() -> None:
@@ -629,3 +634,54 @@ def test_zeros_in_the_timed_calls_do_not_match_tiny_outputs_either() -> None:
     assert judge.OUTPUTS["kernelbench"].round_atol(1e-4, tiny, 10_000) == pytest.approx(1e-6)
     assert judge.OUTPUTS["cuda"].round_atol(1e-5, tiny, 10_000) == 1e-5
     assert judge.OUTPUTS["cpp"].round_atol(1e-5, tiny, 10_000) == 1e-5
+
+
+def test_how_far_honest_timed_outputs_may_be_from_the_references() -> None:
+    """One tolerance (the candidate's to the truth, as in its trials) plus the reference's own
+    measured miss of the truth, never more than two: the candidate's trials hold it to the
+    truth, and its timed calls are held to the reference's outputs."""
+    gelu = load_task(EXAMPLES / "gelu")  # a float64 reference: its own kernel's miss counts
+    kb = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    bare = gelu.model_copy(update={"reference_python": ""})  # its own kernel is the truth
+    assert judge.honest_times(bare, "y", None) == 1.0
+    assert judge.honest_times(gelu, "y", None) == 2.0  # not measured: as before, two
+    assert judge.honest_times(gelu, "y", {"y": 0.07}) == pytest.approx(1.07)
+    assert judge.honest_times(gelu, "y", {"y": math.inf}) == 2.0
+    assert judge.honest_times(gelu, "y", {"y": 40.0}) == 2.0
+    assert judge.honest_times(kb, "output 0", {"output 0": 0.01}) == pytest.approx(1.01)
+    # a widened tolerance (3x the native's miss) is already the candidate's
+    assert judge.honest_times(kb, "output 0", {"output 0": 1.0}, 3.0) == pytest.approx(4 / 3)
+    into: dict[str, float] = {}
+    judge.reference_misses(kb, {"native_slack": [0.2, "x"]}, into)
+    judge.reference_misses(kb, {"native_slack": [0.1, 0.5]}, into)
+    assert into == {"output 0": 0.2, "output 1": math.inf}
+    into = {}
+    judge.reference_misses(gelu, {"kernel_miss": {"y": 0.05}}, into)
+    judge.reference_misses(gelu, {"kernel_miss": {"y": -1}}, into)
+    assert into == {"y": math.inf}
+
+
+def test_a_timed_output_a_tolerance_and_a_half_off_in_every_call_is_caught(
+    gelu_rounds: Any,
+) -> None:
+    """Exact in its trials, 1.5 tolerances off at every element of every timed call (a
+    matmul on TF32 tensor cores only when timed): the signed sums, held to two tolerances,
+    read a mean z^2 near 0.56 and let it through; held to one plus the reference's measured
+    miss, they catch it over the calls. An honest candidate 0.9 tolerances off everywhere
+    still passes."""
+    task, y = gelu_rounds
+    atol, rtol = judge.OUTPUTS["cuda"].tolerance(task, "float32")
+    t = atol + rtol * np.abs(y)
+    rng = np.random.default_rng(7)
+    ref = [_round(y)] * 100
+
+    def off(by: float) -> list[dict[str, Any]]:
+        return [
+            _round((y + by * t * rng.choice([-1.0, 1.0], y.size)).astype(np.float32)) for _ in ref
+        ]
+
+    exact = {"y": 0.0}
+    verdict, why, _ = judge.rounds_problem(task, ref, off(1.5), misses=exact)
+    assert verdict == "wrong" and "consistently further" in why
+    assert judge.rounds_problem(task, ref, off(1.5))[:2] == ("", "")  # the old two tolerances
+    assert judge.rounds_problem(task, ref, off(0.9), misses=exact)[:2] == ("", "")
