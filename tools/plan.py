@@ -2,10 +2,11 @@
 distributions) and the rounds' seeds. Seeds come from `secrets`: nothing a candidate can know.
 
 Correctness is sampled widely, because a kernel can be right where it is looked at and wrong
-elsewhere: the task's check sizes; a small size it never shows; large, awkward sizes on both
-sides of the bench size (odd multiples of what the task requires, one past a warp or a tile,
-up to the bench size and a little beyond); and, where a task declares that its op is defined
-more widely than its usual inputs (`check` on an argument), inputs drawn from those too.
+elsewhere: the task's check sizes; sizes it never shows, spread over every scale from its
+smallest check size to its bench size, some round (multiples of a power of two, drawn), some
+awkward (odd multiples of what the task requires, one past a warp or a tile), up to the bench
+size and a little beyond; and, where a task declares that its op is defined more widely than
+its usual inputs (`check` on an argument), inputs drawn from those too.
 
 Sizes other than the timed one are tried after the timing as well (`after_timing`), in every
 process that timed: code can be right through the trials and change once they are over (a call
@@ -77,18 +78,71 @@ def _seed() -> int:
     return secrets.randbits(31)
 
 
-def held_out_sizes(task: CudaTask, rng: random.Random) -> dict[str, int]:
-    """A small size never shown to the model: each size perturbed from a check size."""
-    sizes = {}
-    for name in task.bench:
-        base = rng.choice([c[name] for c in task.checks])
-        value = base + rng.randint(1, max(1, base // 2))
-        step = task.multiple_of.get(name, 1)
-        value = -(-value // step) * step
-        sizes[name] = min(value, max(task.bench[name], base))
-    if sizes in [dict(c) for c in task.checks]:  # rare: fall back to one more than a check size
-        sizes = {k: v + task.multiple_of.get(k, 1) for k, v in sizes.items()}
-    return sizes
+# Where a check's held-out sizes are drawn: each size's log span from its smallest check size to
+# its bench size, cut in SPREAD equal parts, one size in each at one offset drawn for them all
+# (two held out, then the large one below the bench size), so that any band of sizes wider than a
+# SPREAD-th of the span (in log scale, and a factor NEAR**2 for the rounding) holds one in every
+# check; the one above the bench size and the bench size itself reach past it. Three, one trial
+# more than the small held-out size and the one below of before: with two, gelu's checks (its
+# span 1,000 to 16.8 million) missed 2^17 to 2^22 in 28% of them (18% with the one after the
+# timing); with three, in none.
+SPREAD = 3
+NEAR = 2**0.125  # a drawn size is made round or awkward within this factor of where it fell
+FLAVORS = ("round", "awkward")
+
+
+def spread(task: CudaTask, rng: random.Random, n: int) -> list[dict[str, float]]:
+    """`n` targets, smallest first, the i-th in the i-th n-th of each size's log span from its
+    smallest check size to its bench size, at one offset drawn for all n (one for each size)."""
+    targets: list[dict[str, float]] = [{} for _ in range(n)]
+    for name, bench in task.bench.items():
+        low = math.log2(max(1, min([c[name] for c in task.checks] + [bench])))
+        width, offset = math.log2(max(1, bench)) - low, rng.random()
+        for i, target in enumerate(targets):
+            target[name] = 2 ** (low + (offset + i) / n * width)
+    return targets
+
+
+def _near(target: float, step: int, hi: int, rng: random.Random, flavor: str) -> int:
+    """A size within a factor NEAR of `target`, a multiple of `step`, at most `hi`: round (a
+    multiple of 2**j, j drawn from 2 up to the largest with a multiple in reach: a power of two
+    where one is) or awkward (`awkward`); the nearest multiple of `step` where none is in reach."""
+    low, high = max(step, math.ceil(target / NEAR)), min(hi, math.floor(target * NEAR))
+    if -(-low // step) * step > high:
+        return max(step, min(round(target / step), hi // step) * step)
+    if flavor == "awkward":
+        return awkward(round(target), step, rng, low, high)
+    units = [math.lcm(step, 1 << j) for j in range(64)]
+    reach = [u for u in units if -(-low // u) * u <= high]  # j = 0 up: step's multiples first
+    unit = rng.choice(reach[2:] or reach[-1:])
+    below = int(target // unit) * unit
+    either = [v for v in (below, below + unit) if low <= v <= high] or [-(-low // unit) * unit]
+    return min(either, key=lambda v: abs(math.log(v / target)))
+
+
+def held_out_sizes(
+    task: CudaTask,
+    rng: random.Random,
+    target: dict[str, float] | None = None,
+    flavor: str | None = None,
+) -> dict[str, int]:
+    """A size never shown to the model near `target` (by default drawn log-uniformly between the
+    smallest check size and the bench size: every scale between may be tried), every size of it
+    round or awkward (`flavor`, else a coin), within the bench size and the task's multiple_of."""
+    shown = [dict(c) for c in task.checks] + [dict(task.bench)]
+    aim = target or spread(task, rng, 1)[0]
+    for attempt in range(24):
+        kind = flavor if flavor and attempt < 8 else rng.choice(FLAVORS)
+        sizes = {
+            name: _near(t, task.multiple_of.get(name, 1), task.bench[name], rng, kind)
+            for name, t in aim.items()
+        }
+        if sizes not in shown and _fits(task, sizes):
+            return sizes
+        if attempt >= 16:  # that target is taken (a tiny span): anywhere in the span
+            aim = spread(task, rng, 1)[0]
+    # rare: fall back to one more than a check size
+    return {k: v + task.multiple_of.get(k, 1) for k, v in task.checks[0].items()}
 
 
 def awkward(
@@ -135,23 +189,35 @@ def _valid(task: CudaTask, sizes: dict[str, int]) -> bool:
     return True
 
 
-def large_sizes(task: CudaTask, rng: random.Random, above: bool) -> dict[str, int] | None:
-    """An awkward size up to the bench size (`above`: a little past it, within memory)."""
-    for _ in range(20):
+def _fits(task: CudaTask, sizes: dict[str, int]) -> bool:
+    """Sizes the task's launch takes, within ABOVE_BENCH_BYTES of the bench size's memory."""
+    bench = _nbytes(task, task.bench)
+    return _valid(task, sizes) and _nbytes(task, sizes) <= ABOVE_BENCH_BYTES * bench
+
+
+def large_sizes(
+    task: CudaTask,
+    rng: random.Random,
+    above: bool,
+    target: dict[str, float] | None = None,
+) -> dict[str, int] | None:
+    """An awkward size up to the bench size, near `target` (by default drawn in the top
+    SPREAD-th of the log span `spread` cuts: the large end of it), or (`above`) a little past
+    the bench size, within memory."""
+    shown = [dict(c) for c in task.checks] + [dict(task.bench)]
+    for attempt in range(20):
+        aim: dict[str, float]
+        if above:
+            aim = {n: b + rng.randint(1, max(1, b // 16)) for n, b in task.bench.items()}
+        else:
+            aim = target if target and not attempt else spread(task, rng, SPREAD)[-1]
         sizes = {}
         for name, bench in task.bench.items():
             step = task.multiple_of.get(name, 1)
-            target = (
-                bench + rng.randint(1, max(1, bench // 16))
-                if above
-                else int(bench * rng.uniform(0.5, 0.95))
-            )
             # one short of a warp's multiple above the bench size, one past it below
             lo, hi, residue = (bench + 1, None, 31) if above else (1, bench, 1)
-            sizes[name] = max(step, awkward(target, step, rng, lo, hi, residue))
-        shown = [dict(c) for c in task.checks] + [dict(task.bench)]
-        too_big = above and _nbytes(task, sizes) > ABOVE_BENCH_BYTES * _nbytes(task, task.bench)
-        if sizes not in shown and _valid(task, sizes) and not too_big:
+            sizes[name] = max(step, awkward(round(aim[name]), step, rng, lo, hi, residue))
+        if sizes not in shown and _fits(task, sizes):
             return sizes
     return None
 
@@ -187,14 +253,16 @@ def _problem_after(task: KernelBenchTask, rng: random.Random) -> list[Trial]:
     ]
 
 
+def _runs(task: CudaTask, sizes: dict[str, int]) -> int:
+    """Two runs with different poisons where a trial is small; one where it is large (as the
+    large ones: the NaN poison shows what is unwritten, and its outputs may stay on the GPU)."""
+    return 2 if _nbytes(task, sizes) < DEVICE_BYTES else 1
+
+
 def _kernel_after(kernel: CudaTask, rng: random.Random) -> list[Trial]:
-    """A kernel: a fresh held-out size."""
-    sizes = held_out_sizes(kernel, rng)
-    for _ in range(8):  # one that is the bench size would be no other size
-        if sizes != dict(kernel.bench):
-            break
-        sizes = held_out_sizes(kernel, rng)
-    return [Trial(sizes, _seed(), poisons(rng, 1), held_out=True)]
+    """A kernel: a fresh held-out size (never the bench size), drawn log-uniformly anywhere
+    between its smallest check size and its bench size, round or awkward by a coin."""
+    return [Trial(held_out_sizes(kernel, rng), _seed(), poisons(rng, 1), held_out=True)]
 
 
 DEVICE_BYTES = 16 << 20  # outputs at least this large are compared where they are, on the GPU
@@ -233,14 +301,20 @@ def _on_the_host(task: Any, trial: Trial) -> Trial:
 
 
 def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
-    """A CUDA task's trials: its check sizes, one held out, large awkward ones below and above
-    the bench size, and its check sizes again on the wider inputs it declares."""
+    """A CUDA task's trials: its check sizes; sizes held out across every scale from its
+    smallest check size to its bench size (`spread`: one round, one awkward), the largest an
+    awkward one below the bench size; one a little above it; and its check sizes again on the
+    wider inputs it declares."""
     shapes = [dict(c) for c in task.checks]
     bench: dict[str, int] = dict(task.bench)
     trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
-    trials.append(Trial(held_out_sizes(task, rng), _seed(), poisons(rng, 2), held_out=True))
+    *held, top = spread(task, rng, SPREAD)
+    first = rng.randrange(len(FLAVORS))
+    for i, target in enumerate(held):
+        sizes = held_out_sizes(task, rng, target, FLAVORS[(first + i) % len(FLAVORS)])
+        trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
     for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
-        large = large_sizes(task, rng, above)
+        large = large_sizes(task, rng, above, top)
         if large is not None:
             trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
     wider = [a for a in task.args if a.check]

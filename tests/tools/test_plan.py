@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -10,7 +11,11 @@ import pytest
 
 from kernelwright.tools.correctness import poison_bits, unwritten
 from kernelwright.tools.plan import (
+    ABOVE_BENCH_BYTES,
+    DEVICE_BYTES,
+    NEAR,
     SCALES,
+    SPREAD,
     after_timing,
     awkward,
     held_out_sizes,
@@ -40,7 +45,7 @@ def test_plan_for_examples(name: str, seed: int) -> None:
     assert all(t.sizes != task.bench for t in trials)
     assert len({tuple(sorted(t.sizes.items())) for t in trials}) >= 3
     held = [t for t in trials if t.held_out]
-    assert len(held) >= 2  # a small one, and large ones near the bench size
+    assert len(held) >= 2  # spread from the check sizes to the bench size, and one past it
     for t in held:
         assert t.sizes != task.bench and t.sizes not in task.checks
         assert set(t.sizes) == set(task.bench)
@@ -193,3 +198,89 @@ def test_a_trials_model_seed_goes_in_its_job_only_when_set() -> None:
     assert "model_seed" not in plain.job()
     seeded = plan_module.Trial({"n": 4}, 11, (1, 2), model_seed=5)
     assert seeded.job()["model_seed"] == 5 and seeded.job()["seed"] == 11
+
+
+def _log2_gaps(sizes: list[int]) -> list[float]:
+    points = sorted(set(sizes))
+    return [math.log2(b / a) for a, b in itertools.pairwise(points)]
+
+
+def test_held_out_sizes_cover_every_scale_between_the_check_and_the_bench_sizes() -> None:
+    """A kernel wrong only between its check sizes and the large ones (gelu: wrong from 2^17
+    to 2^22 elements) passed: held-out sizes were at most 1.5x a check size (98,305) and the
+    large one below the bench size at least half of it (8.39 million), so nothing between was
+    ever tried (the suite's input/gelu_wrong_between_the_check_and_the_large_sizes). Now the
+    sizes before the timing leave no gap wider than a SPREAD-th of the log span from the
+    smallest check size to the bench size (and the rounding), in every check; over many
+    checks, every octave between is tried."""
+    task = load_task(EXAMPLES / "gelu")
+    assert isinstance(task, CudaTask)
+    span = math.log2(task.bench["N"] / min(c["N"] for c in task.checks))
+    octaves: set[int] = set()
+    for seed in range(300):
+        rng = random.Random(seed)
+        trials, post = plan_trials(task, rng)
+        later = after_timing(task, rng)
+        before = [t.sizes["N"] for t in (*trials, post)]
+        assert max(_log2_gaps(before)) <= span / SPREAD + 2 * math.log2(NEAR), sorted(before)
+        assert any(1 << 17 <= n <= 1 << 22 for n in before)
+        octaves |= {int(math.log2(t.sizes["N"])) for t in (*trials, *later) if t.held_out}
+    assert set(range(10, 25)) <= octaves
+    # a task of two sizes: each of them over every octave between
+    rowsum = load_task(EXAMPLES / "rowsum")
+    assert isinstance(rowsum, CudaTask)
+    for name in ("M", "N"):
+        seen = set()
+        for seed in range(300):
+            trials, _ = plan_trials(rowsum, random.Random(seed))
+            seen |= {int(math.log2(t.sizes[name])) for t in trials if t.held_out}
+        low = min(c[name] for c in rowsum.checks)
+        assert set(range(int(math.log2(low)) + 1, int(math.log2(rowsum.bench[name])))) <= seen
+
+
+def test_held_out_sizes_are_round_as_well_as_awkward() -> None:
+    """Sizes were drawn awkward (odd, one off a multiple of 32) or at random, so a kernel wrong
+    only at round sizes other than the bench size (a vectorised path taken when N % 1024 == 0,
+    with a bug in it) passed. Now every check has a held-out size before the timing that is a
+    multiple of a power of two (drawn: 4 up to a power of two itself) and one that is odd; over
+    many checks every power up to 2^18 divides one exactly, and powers of two are tried."""
+    task = load_task(EXAMPLES / "gelu")
+    assert isinstance(task, CudaTask)
+    exact: set[int] = set()
+    powers = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        trials, _ = plan_trials(task, rng)
+        held = [t.sizes["N"] for t in trials if t.held_out]
+        assert any(n % 4 == 0 for n in held) and any(n % 2 for n in held), held
+        held += [t.sizes["N"] for t in after_timing(task, rng)]
+        exact |= {(n & -n).bit_length() - 1 for n in held}
+        powers += any(n & (n - 1) == 0 for n in held)
+    assert set(range(2, 19)) <= exact
+    assert powers >= 15  # about one check in nine; before: one in several hundred
+
+
+@pytest.mark.parametrize("step", [4, 12])
+def test_every_size_tried_keeps_multiple_of_and_fits_in_memory(step: int) -> None:
+    task = load_task(EXAMPLES / "gelu")
+    assert isinstance(task, CudaTask)
+    bench = {"N": step << 20}  # a task's bench size keeps its multiple_of too
+    task = task.model_copy(
+        update={"multiple_of": {"N": step}, "checks": ({"N": 1008},), "bench": bench}
+    )
+    limit = ABOVE_BENCH_BYTES * task.bench["N"]
+    for seed in range(100):
+        rng = random.Random(seed)
+        trials, post = plan_trials(task, rng)
+        for t in (*trials, post, *after_timing(task, rng)):
+            assert t.sizes["N"] % step == 0 and 0 < t.sizes["N"] <= limit, t.sizes
+    for name in [*TASKS, "cpp/gemv", "cpp/jacobi2d", "cpp/prefix_sum"]:
+        task = load_task(EXAMPLES / name)
+        bench = _elements(task, task.bench)
+        for seed in range(30):
+            rng = random.Random(seed)
+            trials, _ = plan_trials(task, rng)
+            for t in (*trials, *after_timing(task, rng)):
+                assert _elements(task, t.sizes) <= ABOVE_BENCH_BYTES * bench, (name, t.sizes)
+                if t.held_out and _elements(task, t.sizes) * 4 >= 2 * DEVICE_BYTES:
+                    assert len(t.poisons) == 1  # a large one runs once
