@@ -279,17 +279,45 @@ def cuda_candidate(worker: Worker, cubin: bytes | None) -> None:
 
 
 def cuda_run_once(worker: Worker, cubin: bytes | None) -> None:
-    """One launch at `sizes` (default: the bench size), for Nsight Compute or
-    compute-sanitizer to watch; no channel, the job comes as a file."""
+    """For compute-sanitizer to watch: the launches the controller drew (`launches`: sizes,
+    seed and poison each, sanitize.watched), each made as a trial's is (its inputs from that
+    seed, its outputs poisoned with that poison, every array where a trial puts it:
+    _own_allocation). For Nsight Compute: one launch at the bench size. No channel, the job
+    comes as a file."""
+    from .runners import release_guards
     from .spec import LaunchSpec
 
     cand = worker.job["candidate"]
     launch = LaunchSpec.model_validate(cand["launch"]) if cand.get("launch") else None
+    watched = worker.job.get("launches")
+    if watched:
+        import cupy
+
+        cupy.cuda.set_allocator(_own_allocation)
     runner = _runner_class()(worker.task, launch, worker.scratch, "candidate", cubin=cubin)
-    sizes = worker.job.get("sizes") or worker.task.bench
-    arrays = {**runner.inputs(sizes, 1), **runner.outputs(sizes, 0)}
-    runner.launch(arrays, sizes)
-    worker.sync()
+    for one in watched or [{"sizes": worker.task.bench, "seed": 1, "poison": 0}]:
+        sizes = one["sizes"]
+        release_guards()
+        arrays = {**runner.inputs(sizes, int(one["seed"])), **runner.outputs(sizes, one["poison"])}
+        runner.launch(arrays, sizes)
+        worker.sync()
+        del arrays
+
+
+# Where a trial's array starts in its buffer: past its leading guard band (runners.GUARD_BYTES,
+# which the sanitizer's child sets to 0 so that no band hides a stray access from memcheck).
+TRIAL_LEAD_BYTES = 256
+
+
+def _own_allocation(nbytes: int) -> Any:
+    """Memory for one array under compute-sanitizer: an allocation of its own that ends where
+    the array ends (memcheck sees the first byte past it), the array TRIAL_LEAD_BYTES into it,
+    where a trial's guard band puts it in a block of the pool: its address says nothing a
+    trial's would not. The bytes before it are never written: initcheck sees a read there."""
+    import cupy
+
+    memory = cupy.cuda.Memory(nbytes + TRIAL_LEAD_BYTES)
+    return cupy.cuda.MemoryPointer(memory, TRIAL_LEAD_BYTES)
 
 
 def sanitize(worker: Worker, cubin: bytes | None) -> None:

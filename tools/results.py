@@ -145,14 +145,19 @@ Verdict = Literal["correct", "wrong", "compile_error", "crashed", "timeout", "im
 
 
 class SanitizeResult(Result):
-    """compute-sanitizer's tools over one launch (or one forward) at a small size."""
+    """compute-sanitizer's tools over the launches (or the forward) the controller drew, each
+    made as a trial's is, at small sizes (sanitize.watched)."""
 
-    available: bool
-    ok: bool = True  # no tool found anything
-    reason: str = ""  # the first finding, or why the sanitizer could not run
+    available: bool  # False: compute-sanitizer is not installed here (nothing was watched)
+    ok: bool = True  # every tool finished and found nothing
+    # False: installed, but it did not get through this candidate (a tool timed out or never
+    # summarised, its worker failed): not a pass, whatever the reason
+    finished: bool = True
+    reason: str = ""  # the first finding, or why the sanitizer did not run or finish
     errors: dict[str, int] = {}  # tool: errors reported
     findings: tuple[str, ...] = ()  # the first lines of what each tool reported
-    sizes: dict[str, int] = {}
+    sizes: dict[str, int] = {}  # the first launch's sizes
+    launch_sizes: tuple[dict[str, int], ...] = ()  # every launch's, in the order they ran
 
 
 class Speedups(Result):
@@ -225,10 +230,13 @@ class CheckReport(Result):
         return self.verdict == "correct"
 
     def with_sanitizer(self, found: SanitizeResult) -> CheckReport:
-        """This report with compute-sanitizer's result: a finding makes it wrong."""
+        """This report with compute-sanitizer's result: a finding makes it wrong, a sanitizer
+        that did not finish on it (a hang under it) a timeout. Only a sanitizer that is not
+        installed leaves the verdict as it was; found.reason then says so."""
         update: dict[str, Any] = {"sanitizer": found}
         if found.available and not found.ok:
-            update |= {"verdict": "wrong", "reason": found.reason}
+            verdict = "wrong" if found.finished else "timeout"
+            update |= {"verdict": verdict, "reason": found.reason}
         return self.model_copy(update=update)
 
 

@@ -1,18 +1,28 @@
-"""compute-sanitizer on a candidate: memcheck, racecheck, initcheck and synccheck over one launch
-(CUDA tasks) or one forward (KernelBench) at a small size, inside the same confinement as a
+"""compute-sanitizer on a candidate: memcheck, racecheck, initcheck and synccheck over two launches
+(CUDA tasks) or one forward (KernelBench) at small sizes, inside the same confinement as a
 check: the confined worker runs the sanitizer on a one-shot child in its own namespaces, so a
 candidate's Python is never run outside its sandbox. A finding is a verdict with its reason:
 a race that happens to give the right answer today (a warp-synchronous reduction without
 __syncwarp, a missing __syncthreads) is still wrong.
+
+The watched launches are made as a trial's are, from what the controller draws afresh for each
+run (`watched`): a secret seed, a trial's NaN poison, a check size and a size held out as a
+trial's is. A kernel that recognised the watched launch (seed 1's first inputs, outputs that
+start as zeros, both once fixed) was clean there and racy everywhere else. A sanitizer that
+does not finish on a candidate (a kernel that hangs only under it) is not a pass; one that is
+not installed watches nothing, and its result says so.
 """
 
 from __future__ import annotations
 
+import random
 import re
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
 
+from . import plan
 from .protocol import Expect
 from .results import SanitizeResult
 from .sandbox import Sandbox, WorkerFailure, cap
@@ -40,12 +50,26 @@ def available() -> str | None:
 
 
 def parse(tool: str, text: str) -> tuple[int | None, list[str]]:
-    """(errors, first findings) from one tool's output; None errors if it never summarised."""
-    races = _RACES.search(text)
+    """(errors, first findings) from one tool's output; None errors if it never summarised.
+    The last summary counts: the sanitizer prints its own after the program exits, and a
+    kernel's printf, in the same output before it, can print one that says 0 errors."""
+    races = _last(_RACES, text)
     if races:  # a hazard it only warns of is still a race between threads
         return int(races[1]) + int(races[2]), _findings(text)
-    m = _SUMMARY.search(text)
+    m = _last(_SUMMARY, text)
     return (int(m[1]) if m else None), _findings(text)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    found = None
+    for found in pattern.finditer(text):  # noqa: B007 (the last one is wanted)
+        pass
+    return found
 
 
 def _findings(text: str) -> list[str]:
@@ -63,6 +87,49 @@ def small_sizes(task: Task) -> dict[str, int]:
     return task.small_sizes()
 
 
+def watched(task: Task, rng: random.Random | None = None) -> list[dict[str, Any]]:
+    """The launches compute-sanitizer watches, drawn here, by the controller, for each run:
+    each a trial's sizes, seed and poison, in a random order. The seed is secret and the poison
+    a trial's NaN pattern (plan.poisons), so nothing in a watched launch tells it from a
+    trial; its sizes are the kind's (KIND_SIZES), sizes a trial may have too."""
+    rng = rng or random.Random(secrets.randbits(64))
+    shapes = KIND_SIZES[task.kind](task, rng)
+    rng.shuffle(shapes)
+    return [
+        {"sizes": sizes, "seed": secrets.randbits(31), "poison": plan.poisons(rng, 1)[0]}
+        for sizes in shapes
+    ]
+
+
+def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
+    """A kernel's: its check size (the trials show it that size anyway) and a small size never
+    shown, drawn afresh (a second launch costs little): each size a check size's plus up to a
+    half, within the task's multiple_of and the bench size, as the trials' held-out sizes were
+    drawn (now one of the many between the check and bench sizes the trials may draw), small
+    enough for the sanitizer's slowdown."""
+    shown = small_sizes(task)
+    checks = [dict(c) for c in task.checks] + [dict(task.bench)]
+    for _ in range(8):
+        held = {}
+        for name, bench in task.bench.items():
+            base = rng.choice([c[name] for c in task.checks])
+            step = task.multiple_of.get(name, 1)
+            value = -(-(base + rng.randint(1, max(1, base // 2))) // step) * step
+            held[name] = min(value, max(bench, base))
+        if held not in checks:
+            return [shown, held]
+    return [shown]
+
+
+def _problem_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
+    """A KernelBench problem's: one forward at its small batch (a forward under the sanitizer
+    is slow)."""
+    return [small_sizes(task)]
+
+
+KIND_SIZES = {"cuda": _kernel_sizes, "kernelbench": _problem_sizes, "cpp": _kernel_sizes}
+
+
 def sanitize(
     task: Task,
     candidate: Candidate,
@@ -76,13 +143,17 @@ def sanitize(
 
     sanitizer = available()
     if sanitizer is None:
-        return SanitizeResult(available=False, reason="compute-sanitizer not found on PATH")
+        return SanitizeResult(
+            available=False,
+            reason="compute-sanitizer is not installed (not found on PATH): nothing was watched",
+        )
     tools = tools or KIND_TOOLS[task.kind]
-    sizes = small_sizes(task)
+    launches = watched(task)
+    sizes = [one["sizes"] for one in launches]
     arrays: list[bytes] = []
     view = task.worker_task().model_dump()  # as the workers see it (a C++ task: its CUDA view)
     job: dict[str, Any] = {"role": "sanitize", "task": view, "trials": [],
-                           "tools": list(tools), "sanitizer": sanitizer, "sizes": sizes,
+                           "tools": list(tools), "sanitizer": sanitizer, "launches": launches,
                            "timeout_s": timeout_s, "limits": {"file_bytes": 1 << 30}}  # fmt: skip
     entry = task.compile_entry  # None: the worker imports the candidate itself
     if entry is not None:
@@ -90,10 +161,8 @@ def sanitize(
         compiled, cubin = compile_in_sandbox(
             candidate.source, entry, device_info().arch, backend, flags=flags
         )
-        if cubin is None:
-            return SanitizeResult(
-                available=False, reason=f"does not compile: {compiled.first_error}"
-            )
+        if cubin is None:  # it compiled for its check: nothing watched is no pass
+            return unfinished(f"it does not compile: {compiled.first_error}", sizes)
         arrays = [cubin]
     job["files"] = task.candidate_files(candidate.path, candidate.source)
     job["candidate"] = candidate.worker_job(task.path)
@@ -103,17 +172,34 @@ def sanitize(
             box.receive(120, "starting the sanitizer's worker", Expect(sizes=()))
             header, _ = box.receive(timeout_s * len(tools) + 60, "sanitizing", Expect(sizes=()))
     except WorkerFailure as failure:
-        return SanitizeResult(
-            available=False, reason=f"the sanitizer's worker failed: {failure.reason}"
-        )
-    return judge(header, sizes)
+        return unfinished(f"its worker failed: {failure.reason}", sizes)
+    return judge(header, sizes, tools)
 
 
-def judge(header: dict[str, Any], sizes: dict[str, int]) -> SanitizeResult:
-    """The result from the worker's report of each tool's raw output (pure)."""
+def unfinished(why: str, sizes: list[dict[str, int]]) -> SanitizeResult:
+    """compute-sanitizer, installed, did not get through a candidate: no pass. A kernel that
+    hangs only under the sanitizer (its slowdown is easy to see) must not be kept unwatched."""
+    return SanitizeResult(
+        available=True, ok=False, finished=False,
+        reason=cap(f"compute-sanitizer did not finish on this candidate: {why}"),
+        sizes=sizes[0] if sizes else {}, launch_sizes=tuple(sizes),
+    )  # fmt: skip
+
+
+def _said(sizes: list[dict[str, int]]) -> str:
+    return " and ".join(", ".join(f"{k}={v}" for k, v in s.items()) or "its size" for s in sizes)
+
+
+def judge(
+    header: dict[str, Any], sizes: list[dict[str, int]], asked: tuple[str, ...] = ()
+) -> SanitizeResult:
+    """The result from the worker's report of each tool's raw output (pure). Every tool (each
+    of those `asked`, at least) must have summarised: one that timed out or never summarised
+    makes it unfinished, no pass."""
     runs = header.get("tools")
     if header.get("type") != "sanitized" or not isinstance(runs, dict):
-        return SanitizeResult(available=False, reason="the sanitizer's worker sent no report")
+        return unfinished("its worker sent no report", sizes)
+    runs = {**dict.fromkeys(asked, ""), **runs}
     errors, findings, missing = {}, [], []
     for tool, raw in runs.items():
         n, lines = parse(str(tool), str(raw)[-200_000:])
@@ -125,17 +211,17 @@ def judge(header: dict[str, Any], sizes: dict[str, int]) -> SanitizeResult:
             findings += [f"{tool}: {cap(line, 300)}" for line in lines[:3]] or [
                 f"{tool}: {n} errors"
             ]
-    if missing and not errors:
-        return SanitizeResult(
-            available=False, reason="compute-sanitizer gave no summary for " + ", ".join(missing)
-        )
     bad = {t: n for t, n in errors.items() if n}
+    if missing and not bad:  # its last line: "timed out after 600 s", or the child's error
+        said = [f"{t} ({cap(_last_line(str(runs[t])), 200)})" for t in missing]
+        return unfinished("no summary from " + ", ".join(said), sizes)
     reason = ""
     if bad:
         reason = "compute-sanitizer " + ", ".join(f"{t}: {n} errors" for t, n in bad.items())
-        reason += f" at {', '.join(f'{k}={v}' for k, v in sizes.items()) or 'its size'}"
+        reason += f" at {_said(sizes)}"
         reason += f" ({findings[0].split(': ', 1)[1]})" if findings else ""
     return SanitizeResult(
         available=True, ok=not bad, reason=cap(reason), errors=errors,
-        findings=tuple(findings[:12]), sizes=sizes,
+        findings=tuple(findings[:12]), sizes=sizes[0] if sizes else {},
+        launch_sizes=tuple(sizes),
     )  # fmt: skip

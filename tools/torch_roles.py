@@ -518,7 +518,9 @@ def torch_candidate(w: Any) -> None:
 
 
 def torch_once(w: Any) -> None:
-    """One forward at the job's sizes, for compute-sanitizer to watch (no channel)."""
+    """The forwards the controller drew (`launches`: sizes and seed each, sanitize.watched),
+    each built and fed as a trial's is from its seed, for compute-sanitizer to watch (no
+    channel)."""
     import torch
 
     from .runners import TorchRunner
@@ -526,8 +528,9 @@ def torch_once(w: Any) -> None:
     cand = w.job["candidate"]
     path = str(w.scratch / (PROBLEM if cand.get("class_name") == "Model" else CANDIDATE))
     runner = TorchRunner(str(w.scratch / PROBLEM), path, cand.get("class_name", "ModelNew"))
-    sizes = w.job.get("sizes") or {}
     with torch.no_grad():
-        model = runner.build(1, sizes)
-        model(*runner.inputs(2, sizes))
+        for one in w.job["launches"]:
+            sizes, seed = one["sizes"], int(one["seed"])
+            model = runner.build(seed, sizes)
+            model(*runner.inputs(seed, sizes))
     torch.cuda.synchronize()

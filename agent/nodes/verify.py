@@ -26,7 +26,12 @@ def verify(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         best = state.get("best_speedup", 1.0)
         if report.ok and report.timing and beats(report.timing.speedup, best):
             # About to become the run's best: compute-sanitizer first. A race that happens to
-            # give the right answer today is still a race.
+            # give the right answer today is still a race; a sanitizer that did not finish on
+            # it (a kernel that hangs only when watched) is no pass either (with_sanitizer).
             ctx.progress({"node": "verify", "message": f"sanitizing candidate {n}"})
-            report = report.with_sanitizer(ctx.gpu.sanitize(task, candidate))
+            found = ctx.gpu.sanitize(task, candidate)
+            report = report.with_sanitizer(found)
+            if not found.available:  # not installed: kept as before, unwatched, and said so
+                message = f"candidate {n} goes unsanitized: {found.reason}"
+                ctx.progress({"node": "verify", "message": message})
     return {"report": report, "elapsed_s": took["s"]}

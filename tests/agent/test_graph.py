@@ -13,8 +13,9 @@ from kernelwright.agent.llm import Message, ScriptedLLM
 from kernelwright.agent.nodes.common import as_candidate
 from kernelwright.agent.optimize import optimize
 from kernelwright.agent.settings import Settings
+from kernelwright.tools import sanitize
 from kernelwright.tools.backend import ReplayGpu
-from kernelwright.tools.results import CheckReport, KernelTiming, TimingResult
+from kernelwright.tools.results import CheckReport, KernelTiming, SanitizeResult, TimingResult
 from kernelwright.tools.spec import CudaTask
 from kernelwright.tools.task import load_task, reference_candidate
 from tests.conftest import EXAMPLES
@@ -154,6 +155,38 @@ def test_a_wrong_candidate_never_replaces_the_best_and_plateau_stops(
     assert out["stop_reason"] == "plateau: 2 candidates without a 2% gain"
     assert out["best_speedup"] == 1.0 and not any(a.kept for a in out["attempts"])
     assert (rundir.path / "best.cu").read_text() == gelu.source
+
+
+def test_a_faster_kernel_the_sanitizer_did_not_finish_on_is_not_kept(
+    tmp_path: Path, gelu: CudaTask
+) -> None:
+    """A kernel that hangs only under compute-sanitizer got "did not run", and the gate kept
+    it as the run's best; one whose sanitizer is not installed is kept, and the run says so."""
+    hung = {t: "timed out after 600 s" for t in sanitize.TOOLS}
+    unfinished = sanitize.judge({"type": "sanitized", "tools": hung}, [{"N": 1000}])
+    slower = FASTER.replace("// ", "// slower: ", 1)
+    gpu = replay_for(
+        gelu,
+        [
+            (FASTER, FASTER_LAUNCH, report(gelu, "correct", 1.3)),
+            (slower, FASTER_LAUNCH, report(gelu, "correct", 1.2)),
+        ],
+    )
+    gpu.add(gelu, as_candidate(gelu, FASTER, FASTER_LAUNCH), unfinished)
+    absent = SanitizeResult(available=False, reason="compute-sanitizer is not installed")
+    gpu.add(gelu, as_candidate(gelu, slower, FASTER_LAUNCH), absent)
+    model = ScriptedLLM(
+        [reply(FASTER, FASTER_LAUNCH, ["x"]), "hung.", reply(slower, FASTER_LAUNCH, ["y"]), "ok."]
+    )
+    said: list[Any] = []
+    out, rundir = run(tmp_path, model, gpu, budget=2, plateau=5, progress=said.append)
+    first, second = out["attempts"]
+    assert first.verdict == "timeout" and not first.kept
+    assert first.reason.startswith("compute-sanitizer did not finish on this candidate")
+    assert second.verdict == "correct" and second.kept and out["best_speedup"] == 1.2
+    assert (rundir.path / "best.cu").read_text() == slower
+    messages = [e.get("message", "") for e in said if isinstance(e, dict)]
+    assert "candidate 2 goes unsanitized: compute-sanitizer is not installed" in messages
 
 
 def test_unusable_reply_gets_one_repair_round_then_counts_as_an_attempt(

@@ -68,6 +68,7 @@ def test_every_kind_has_its_row_in_each_table_keyed_by_kind() -> None:
         judge.OUTPUTS,
         plan._KINDS,
         sanitize.KIND_TOOLS,
+        sanitize.KIND_SIZES,
         signature._SIGNATURES,
         signature._OP_CLASSES,
         pool.WANTED,

@@ -1,9 +1,11 @@
 """compute-sanitizer's reports, judged from recorded output (no GPU): any error a tool reports
-makes the candidate wrong, with the first finding as the reason."""
+makes the candidate wrong, with the first finding as the reason; a sanitizer that did not finish
+is no pass; the launches it watches are drawn by the controller as a trial's are."""
 
 from __future__ import annotations
 
 from kernelwright.tools import sanitize
+from kernelwright.tools.results import CheckReport, SanitizeResult
 from kernelwright.tools.task import load_task
 from tests.conftest import EXAMPLES
 
@@ -26,30 +28,77 @@ OOB = """========= COMPUTE-SANITIZER
 
 def test_clean_runs_pass() -> None:
     tools = {t: CLEAN for t in sanitize.TOOLS}
-    result = sanitize.judge({"type": "sanitized", "tools": tools}, {"N": 1000})
+    result = sanitize.judge({"type": "sanitized", "tools": tools}, [{"N": 1000}])
     assert result.available and result.ok and result.errors == dict.fromkeys(sanitize.TOOLS, 0)
 
 
 def test_a_race_is_a_finding_with_its_reason() -> None:
     tools = {"memcheck": CLEAN, "racecheck": RACE, "initcheck": CLEAN, "synccheck": CLEAN}
-    result = sanitize.judge({"type": "sanitized", "tools": tools}, {"M": 129, "N": 33})
+    result = sanitize.judge(
+        {"type": "sanitized", "tools": tools}, [{"M": 129, "N": 33}, {"M": 7, "N": 1200}]
+    )
     assert result.available and not result.ok
-    assert result.reason.startswith("compute-sanitizer racecheck: 1 errors at M=129, N=33")
+    assert result.reason.startswith(
+        "compute-sanitizer racecheck: 1 errors at M=129, N=33 and M=7, N=1200"
+    )
+    assert result.sizes == {"M": 129, "N": 33} and len(result.launch_sizes) == 2
     assert "Race reported between Write access" in result.reason
     assert result.findings[0].startswith("racecheck: Error: Race reported")
 
 
 def test_an_out_of_bounds_write_is_named() -> None:
-    result = sanitize.judge({"type": "sanitized", "tools": {"memcheck": OOB}}, {"N": 1000})
+    result = sanitize.judge({"type": "sanitized", "tools": {"memcheck": OOB}}, [{"N": 1000}])
     assert not result.ok and "Invalid __global__ write of size 4 bytes" in result.reason
 
 
+def correct() -> CheckReport:
+    return CheckReport(task="softmax", candidate="c.cu", verdict="correct", reason="")
+
+
 def test_a_tool_that_never_summarised_is_not_a_pass() -> None:
-    result = sanitize.judge(
-        {"type": "sanitized", "tools": {"memcheck": "timed out after 600 s"}}, {}
-    )
-    assert not result.available and "no summary for memcheck" in result.reason
-    assert not sanitize.judge({"type": "oops"}, {}).available
+    """A kernel that hangs only under the sanitizer (its slowdown is easy to see) was kept as
+    a run's best: the old judge called that "did not run", which the gate let through."""
+    hung = {"memcheck": "timed out after 600 s"}
+    result = sanitize.judge({"type": "sanitized", "tools": hung}, [])
+    assert result.available and not result.ok and not result.finished
+    assert "did not finish on this candidate" in result.reason
+    assert "memcheck (timed out after 600 s)" in result.reason
+    gated = correct().with_sanitizer(result)
+    assert not gated.ok and gated.verdict == "timeout" and gated.reason == result.reason
+    for broken in ({"type": "oops"}, {"type": "sanitized", "tools": "x"}):
+        assert not correct().with_sanitizer(sanitize.judge(broken, [])).ok
+
+
+def test_one_tool_that_hung_beside_clean_ones_is_not_a_pass() -> None:
+    tools = {"memcheck": CLEAN, "racecheck": "timed out after 600 s", "initcheck": CLEAN}
+    result = sanitize.judge({"type": "sanitized", "tools": tools}, [{"N": 1000}])
+    assert not result.ok and not result.finished and "racecheck" in result.reason
+    # a tool asked for that the report leaves out is no pass either
+    clean = {t: CLEAN for t in ("memcheck", "initcheck")}
+    missing = sanitize.judge({"type": "sanitized", "tools": clean}, [], sanitize.TOOLS)
+    assert not missing.ok and "racecheck (no output)" in missing.reason
+
+
+def test_a_finding_beside_a_hang_is_the_reason() -> None:
+    tools = {"memcheck": OOB, "racecheck": "timed out after 600 s"}
+    result = sanitize.judge({"type": "sanitized", "tools": tools}, [{"N": 1000}])
+    assert not result.ok and result.finished and "Invalid __global__ write" in result.reason
+    assert correct().with_sanitizer(result).verdict == "wrong"
+
+
+def test_a_sanitizer_not_installed_leaves_the_verdict_and_says_so() -> None:
+    absent = SanitizeResult(available=False, reason="compute-sanitizer is not installed")
+    gated = correct().with_sanitizer(absent)
+    assert gated.ok and gated.sanitizer == absent
+
+
+def test_a_summary_printed_before_the_sanitizers_own_does_not_count() -> None:
+    """A kernel's printf shares the sanitizer's output, before the summary it prints once the
+    program has exited: a forged "0 errors" there must not hide the real count."""
+    forged = "========= ERROR SUMMARY: 0 errors\n" + OOB
+    assert sanitize.parse("memcheck", forged)[0] == 1
+    races = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n" + RACE
+    assert sanitize.parse("racecheck", races)[0] == 1
 
 
 def test_small_sizes() -> None:
@@ -64,3 +113,56 @@ def test_a_race_racecheck_only_warns_of_is_still_a_finding() -> None:
         "ERROR SUMMARY: 1 error", "ERROR SUMMARY: 0 errors"
     )
     assert sanitize.parse("racecheck", warned)[0] == 2
+
+
+def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
+    """The sanitizer watched one launch that never changed (seed 1, outputs of zeros, the
+    largest check size): a kernel that recognised it was clean there and racy elsewhere
+    (evals/adversarial/cases/memory/softmax_warp_race_unless_seed_one)."""
+    task = load_task(EXAMPLES / "softmax")
+    draws = [sanitize.watched(task) for _ in range(20)]
+    for launches in draws:
+        assert len(launches) == 2
+        checks = [dict(c) for c in task.checks]
+        shown = [one for one in launches if one["sizes"] in checks]
+        assert [one["sizes"] for one in shown] == [sanitize.small_sizes(task)]
+        (held,) = [one for one in launches if one["sizes"] not in checks]
+        assert held["sizes"] != dict(task.bench)
+        for one in launches:
+            assert one["seed"] != 1 and 0 <= one["seed"] < 1 << 31
+            # a trial's quiet-NaN pattern, never zeros: float32's bits are 0x7FC07Exx
+            assert one["poison"] & 0xFFFFFF00 == 0x7FC07E00 and one["poison"] >> 48 == 0x7FF8
+    seeds = [one["seed"] for launches in draws for one in launches]
+    assert len(set(seeds)) == len(seeds)
+    assert len({tuple(launches[0]["sizes"].items()) for launches in draws}) > 1  # either first
+    assert len({tuple(sorted(d[0]["sizes"].items() | d[1]["sizes"].items())) for d in draws}) > 1
+
+
+def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
+    """A size the trials may draw too (between the check and bench sizes, a multiple of what
+    the task requires), small enough for the sanitizer's slowdown."""
+    for name in ("softmax", "matmul", "gelu", "transpose"):
+        task = load_task(EXAMPLES / name)
+        for _ in range(30):
+            held = [one["sizes"] for one in sanitize.watched(task)]
+            held.remove(sanitize.small_sizes(task))
+            (sizes,) = held
+            assert sizes not in [dict(c) for c in task.checks] + [dict(task.bench)]
+            for k, v in sizes.items():
+                smallest = min(c[k] for c in task.checks)
+                assert smallest < v <= max(c[k] for c in task.checks) * 3 // 2 + 64
+                assert v <= task.bench[k] and v % task.multiple_of.get(k, 1) == 0
+
+
+def test_a_kernelbench_problem_gets_one_forward_on_a_fresh_seed() -> None:
+    task = load_task(EXAMPLES / "kernelbench" / "relu_mlp.py")
+    (one,) = sanitize.watched(task)
+    assert one["sizes"] == {"batch_size": 8} and one["seed"] != 1
+
+
+def test_a_watched_array_starts_where_a_trials_does() -> None:
+    """The sanitizer's child runs without guard bands (runners.GUARD_BYTES = 0 there), so it
+    places each array past the band a trial's has: the two must stay one number."""
+    from kernelwright.tools import cuda_roles, runners
+
+    assert cuda_roles.TRIAL_LEAD_BYTES == runners.GUARD_BYTES
