@@ -709,6 +709,39 @@ def honest_times(
     return 1.0 + min(1.0, miss / max(widen, 1.0))
 
 
+class TimedCalls:
+    """The timed calls' outputs judged as the rounds come in (schedule.Budget.outputs_settled):
+    the rounds go on while the drift test is undecided (sketch.drift_undecided), within the
+    timing's own budget, and may stop once a call is caught. An honest candidate's mean z^2
+    stays under 1 and costs no round more."""
+
+    def __init__(
+        self,
+        task: Task,
+        scales: Mapping[str, float] | None = None,
+        wide: Mapping[str, float] | None = None,
+        misses: Mapping[str, float] | None = None,
+    ) -> None:
+        self.task, self.scales, self.wide, self.misses = task, scales, wide, misses
+        self.seen = 0
+        self.zs: list[float] = []
+        self.caught = False
+
+    def settled(
+        self, ref_rounds: Sequence[dict[str, Any]], cand_rounds: Sequence[dict[str, Any]]
+    ) -> bool:
+        if self.caught:
+            return True
+        new = slice(self.seen, min(len(ref_rounds), len(cand_rounds)))
+        self.seen = new.stop
+        verdict, _, zs = rounds_problem(
+            self.task, ref_rounds[new], cand_rounds[new], self.scales, self.wide, self.misses
+        )
+        self.zs += zs
+        self.caught = bool(verdict)
+        return self.caught or not sketch.drift_undecided(self.zs)
+
+
 def rounds_problem(
     task: Task,
     ref_rounds: Sequence[dict[str, Any]],

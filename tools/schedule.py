@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,11 @@ class Budget:
     # KernelBench: rounds of several calls, sized from the reference's own time (measured with
     # the candidate's worker paused); CUDA tasks: one call a round
     several_calls: bool = False
+    # whether the timed calls' outputs so far decide their own test (judge.TimedCalls): the
+    # rounds do not stop early, on a settled ratio, while they do not; None: they always do
+    outputs_settled: Callable[[Sequence[dict[str, Any]], Sequence[dict[str, Any]]], bool] | None = (
+        field(default=None, compare=False)
+    )
 
 
 # A round's calls add up to about ROUND_MS of the reference's time: the statistics compare
@@ -299,7 +304,10 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
             n >= budget.max_rounds
             or spent >= budget.seconds
             or late
-            or ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision)
+            or (
+                ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision)
+                and (budget.outputs_settled is None or budget.outputs_settled(out.ref, out.cand))
+            )
         ):
             return
 

@@ -455,7 +455,11 @@ class Verifier:
                 lap("further workers")  # waiting for their start and their imports
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
                 scale = judge.timed_scale(results)  # every timed call's inputs scaled so
-                budget = dataclasses.replace(self._budget(task), input_scale=scale)
+                wide_timed = wide if scale != 1.0 else None
+                calls = judge.TimedCalls(task, scales, wide_timed, misses)
+                budget = dataclasses.replace(
+                    self._budget(task), input_scale=scale, outputs_settled=calls.settled
+                )
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
                 with controller_off(self._pin, self.pool.others):
@@ -469,12 +473,7 @@ class Verifier:
                 ref_box.send({"cmd": "done"})
                 side.after_rounds(ref_box, self.options.run_timeout_s)
                 verdict, why, _ = judge.rounds_problem(
-                    task,
-                    rounds.ref,
-                    rounds.cand,
-                    scales,
-                    wide if scale != 1.0 else None,
-                    misses,
+                    task, rounds.ref, rounds.cand, scales, wide_timed, misses
                 )
                 if verdict and scale != 1.0:
                     why += f" (on inputs x{scale:g}: {judge.SCALED_INPUTS})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -661,6 +662,23 @@ def test_how_far_honest_timed_outputs_may_be_from_the_references() -> None:
     assert into == {"y": math.inf}
 
 
+def _off_every_call(
+    task: Any, y: np.ndarray, seed: int, calls: int = 100
+) -> Callable[[float], list[dict[str, Any]]]:
+    """Timed calls whose every element is `by` tolerances off y, each call with random signs."""
+    atol, rtol = judge.OUTPUTS["cuda"].tolerance(task, "float32")
+    t = atol + rtol * np.abs(y)
+    rng = np.random.default_rng(seed)
+
+    def off(by: float) -> list[dict[str, Any]]:
+        return [
+            _round((y + by * t * rng.choice([-1.0, 1.0], y.size)).astype(np.float32))
+            for _ in range(calls)
+        ]
+
+    return off
+
+
 def test_a_timed_output_a_tolerance_and_a_half_off_in_every_call_is_caught(
     gelu_rounds: Any,
 ) -> None:
@@ -670,18 +688,38 @@ def test_a_timed_output_a_tolerance_and_a_half_off_in_every_call_is_caught(
     miss, they catch it over the calls. An honest candidate 0.9 tolerances off everywhere
     still passes."""
     task, y = gelu_rounds
-    atol, rtol = judge.OUTPUTS["cuda"].tolerance(task, "float32")
-    t = atol + rtol * np.abs(y)
-    rng = np.random.default_rng(7)
     ref = [_round(y)] * 100
-
-    def off(by: float) -> list[dict[str, Any]]:
-        return [
-            _round((y + by * t * rng.choice([-1.0, 1.0], y.size)).astype(np.float32)) for _ in ref
-        ]
+    off = _off_every_call(task, y, 7)
 
     exact = {"y": 0.0}
     verdict, why, _ = judge.rounds_problem(task, ref, off(1.5), misses=exact)
     assert verdict == "wrong" and "consistently further" in why
     assert judge.rounds_problem(task, ref, off(1.5))[:2] == ("", "")  # the old two tolerances
     assert judge.rounds_problem(task, ref, off(0.9), misses=exact)[:2] == ("", "")
+
+
+def test_timed_calls_go_on_while_the_drift_test_is_undecided(gelu_rounds: Any) -> None:
+    """A candidate 1.5 tolerances off in every timed call reads a mean z^2 near 2.25: past the
+    drift limit over 200 signed sums, not over 20. Judged as the rounds come in, it is
+    undecided after 10 calls (the rounds go on) and caught by 100. An honest one 0.3
+    tolerances off everywhere is settled at once and costs no round more; one 0.9 off
+    everywhere (the worst honest case, mean z^2 near 0.81) may cost rounds, never a verdict."""
+    task, y = gelu_rounds
+    ref = [_round(y)] * 100
+    off = _off_every_call(task, y, 8)
+
+    exact = {"y": 0.0}
+    cheat, honest, edge = off(1.5), off(0.3), off(0.9)
+    calls = judge.TimedCalls(task, misses=exact)
+    assert not calls.settled(ref[:10], cheat[:10])  # 20 sums: undecided, more rounds
+    assert calls.seen == 10 and len(calls.zs) == 20
+    assert calls.settled(ref, cheat) and calls.caught  # the next 80 calls decide it
+    assert judge.rounds_problem(task, ref[:10], cheat[:10], misses=exact)[:2] == ("", "")
+    fair = judge.TimedCalls(task, misses=exact)
+    assert fair.settled(ref[:20], honest[:20]) and not fair.caught
+    worst = judge.TimedCalls(task, misses=exact)
+    worst.settled(ref[:20], edge[:20])
+    worst.settled(ref, edge)
+    assert not worst.caught
+    assert not sketch.drift_undecided([]) and not sketch.drift_undecided([0.5] * 40)
+    assert sketch.drift_undecided([1.5] * 40) and not sketch.drift_undecided([1.5] * 4000)

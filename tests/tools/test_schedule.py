@@ -95,6 +95,34 @@ def test_quiet_rounds_stop_early_noisy_ones_run_to_the_budget() -> None:
     assert len(noisy.ref) == 160
 
 
+def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
+    """A settled ratio stops quiet rounds at the first even number of pairs past the minimum,
+    unless the timed outputs so far do not decide their own test (judge.TimedCalls): then the
+    rounds go on, to the budget at most, and stop as soon as they do."""
+    seen: list[int] = []
+
+    def after(n: int) -> Any:
+        def settled(ref: Any, cand: Any) -> bool:
+            assert len(ref) == len(cand)
+            seen.append(len(cand))
+            return len(cand) >= n
+
+        return settled
+
+    quiet = _run(FakeWorker("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24)
+    assert len(quiet.ref) == 32
+    late = _run(
+        FakeWorker("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24,
+        outputs_settled=after(64),
+    )  # fmt: skip
+    assert len(late.ref) == 64 and seen[-1] == 64 and seen[0] == 32
+    capped = _run(
+        FakeWorker("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24, max_rounds=48,
+        outputs_settled=after(10**9),
+    )  # fmt: skip
+    assert len(capped.ref) == 48  # never past the budget
+
+
 @pytest.mark.parametrize(
     "reply",
     [
