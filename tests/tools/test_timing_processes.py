@@ -163,15 +163,14 @@ def test_further_pairs_are_judged_by_the_native_forward_and_the_memory_free_now(
     verifier.close()
 
 
-def test_a_further_reference_that_fails_to_start_beside_the_candidate(
+def test_a_further_reference_that_fails_to_start_beside_the_candidate_is_dropped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A further pair's reference worker warms up on the GPU beside the candidate's workers: a
-    candidate that takes all the GPU's memory for milliseconds at a time made it fail there,
-    and the check read as the task's error (kb_gpu_memory_pulse, H200). Out of memory where
-    the count found room: the candidate crashed it. Any other failure: that pair is dropped,
-    the rest timed."""
-    from kernelwright.tools.verify import OutOfMemoryBeside
+    """A further pair's reference worker warms up on the GPU beside the candidate's workers
+    and the first pair's trials: a candidate that takes all the GPU's memory for milliseconds
+    at a time made it fail there, and the check read as the task's error (kb_gpu_memory_pulse,
+    H200). Nothing says whose doing a failure there is (the float64 trials' own peak comes
+    and goes too): the pair is dropped, whatever the failure, and the rest are timed."""
 
     class Failing(Box):
         def receive(self, timeout_s: float, phase: str, expect: Any = None) -> Any:
@@ -180,9 +179,9 @@ def test_a_further_reference_that_fails_to_start_beside_the_candidate(
             return super().receive(timeout_s, phase, expect)
 
     room = {"gpu_peak_bytes": 100 << 20, "gpu_free_bytes": 2 << 30}
-    for why, crashed in (
-        ("warming up: CUDARuntimeError: cudaErrorMemoryAllocation: out of memory", True),
-        ("the worker died (signal 9)", False),
+    for why in (
+        "warming up: CUDARuntimeError: cudaErrorMemoryAllocation: out of memory",
+        "the worker died (signal 9)",
     ):
         log: list[str] = []
         verifier = _verifier(monkeypatch, log, timing_processes=3)
@@ -194,20 +193,13 @@ def test_a_further_reference_that_fails_to_start_beside_the_candidate(
             return box
 
         monkeypatch.setattr(verifier.pool, "take", take)
-        with Crew() as crew:
-            more = verifier._more_workers(task, crew, OwnReference(verifier, task, None), {}, {}, 7)
-            assert len(more) == 2
-            if crashed:
-                with pytest.raises(OutOfMemoryBeside, match="reference worker 2 ran out") as got:
-                    verifier._ready(more, room)
-                assert got.value.verdict == "crashed"
-            else:
-                assert verifier._ready(more, room) == more[1:]
-            assert more[0][0].killed and more[0][1].killed
-        # where nothing counted the room, no one is blamed: the pair is dropped
-        with Crew() as crew:
-            more = verifier._more_workers(task, crew, OwnReference(verifier, task, None), {}, {}, 7)
-            assert verifier._ready(more, {}) == more[1:]
+        for counted in (room, {}):
+            with Crew() as crew:
+                side = OwnReference(verifier, task, None)
+                more = verifier._more_workers(task, crew, side, {}, {}, 7)
+                assert len(more) == 2
+                assert verifier._ready(more, counted) == more[1:]
+                assert more[0][0].killed and more[0][1].killed
         verifier.close()
 
 
