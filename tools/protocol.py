@@ -35,8 +35,9 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
   C -> R           <- {"cmd": "next", "trial"} once every run of the trial is compared (R's
                       job lists in "after_rounds" the trials it makes after its rounds)
   C -> R, W        <- {"cmd": "warmup", "calls", "seconds"} -> {"type": "warm"}
-  C -> R, W        <- {"cmd": "probe"} before each batch, on no wall: wait until no other
-                      context runs on the GPU -> {"type": "probed", "quiet_us", "settled_us"}
+  C -> R           <- {"cmd": "probe"} before either side's batch (W paused), on no wall:
+                      wait until no other context runs on the GPU
+                   -> {"type": "probed", "quiet_us", "settled_us"}
   C -> R, W        <- {"cmd": "round", "round": [seed, sign0, sign1]} one round a message, in
                       batches in turn (each paused while the other's runs)
                    -> {"type": "round", "result": {ms, host_ms,

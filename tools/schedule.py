@@ -194,11 +194,12 @@ def _round(
 
 
 def _probe(box: Sandbox, timeout_s: float, phase: str, who: str) -> dict[str, Any]:
-    """Before a batch, a message of its own that no wall counts: the worker waits until no
-    other context runs on the GPU (up to 2 s). Inside the batch's first call, that wait fell on
-    the reference's wall and was credited to the candidate as the reference's harness time: a
-    candidate that left 20 ms of GPU work behind each batch the reference's followed bought
-    that much room to forge its samples in (the suite's kb_forge_behind_the_reference_probe)."""
+    """Before a batch, a message of its own that no wall counts: the (reference's) worker
+    waits until no other context runs on the GPU (up to 2 s). Inside the batch's first call,
+    that wait fell on the reference's wall and was credited to the candidate as the
+    reference's harness time: a candidate that left 20 ms of GPU work behind each batch the
+    reference's followed bought that much room to forge its samples in (the suite's
+    kb_forge_behind_the_reference_probe)."""
     box.send({"cmd": "probe"})
     header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
     if header.get("type") != "probed":
@@ -327,13 +328,18 @@ def _pair_of_batches(
     for side in order:
         box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
         phase = f"timing the {who}"
+        # Before either side's batch, the reference's worker looks at the GPU, the candidate's
+        # paused: the candidate's worker is sent nothing off the walls (a probe of its own was
+        # a window no wall counted, in which its process could do any work it liked).
+        with _paused(cand):
+            probed = _probe(ref, budget.round_timeout_s, phase, "reference")
+        (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(
+            _us(probed.get("quiet_us"))
+        )
+        if side == "ref":
+            out.ref_settled_us.append(_us(probed.get("settled_us")))
         with _paused(cand if side == "ref" else ref):  # each timed alone
             walls[side] = []
-            probed = _probe(box, budget.round_timeout_s, phase, who)
-            quiets = out.ref_quiet_us if side == "ref" else out.cand_quiet_us
-            quiets.append(_us(probed.get("quiet_us")))
-            if side == "ref":
-                out.ref_settled_us.append(_us(probed.get("settled_us")))
             for group in chunk:
                 wall, replies = _round(box, group, budget.round_timeout_s, phase, who)
                 (out.ref if side == "ref" else out.cand).extend(replies)

@@ -23,6 +23,8 @@ class FakeWorker:
         self.pending: dict[str, Any] = {}
         self.rounds_seen: list[list[int]] = []
         self.paused = False
+        self.in_batch = False  # a round seen since its last pause or probe
+        self.probes = 0
 
     def pin(self, cpus: set[int]) -> None:
         self.log.append(f"{self.name} pinned {sorted(cpus)}")
@@ -32,6 +34,7 @@ class FakeWorker:
 
     def pause(self) -> None:
         self.paused = True
+        self.in_batch = False
         self.log.append(f"{self.name} paused")
 
     def resume(self) -> None:
@@ -50,10 +53,14 @@ class FakeWorker:
             return {"type": "warm"}, []
         if cmd["cmd"] == "measure":
             return {"type": "measured"}, []
-        if cmd["cmd"] == "probe":  # a batch's first message, apart from its calls
-            self.log.append(f"{self.name} rounds")
+        if cmd["cmd"] == "probe":  # before a batch, apart from its calls
+            self.probes += 1
+            self.in_batch = False
             return {"type": "probed", "quiet_us": 10.0, "settled_us": 10.0}, []
         assert "probe" not in cmd
+        if not self.in_batch:  # a batch's first call
+            self.in_batch = True
+            self.log.append(f"{self.name} rounds")
         self.rounds_seen.append(cmd["round"])
         result = {"ms": self.ms * (1 + self.rng.gauss(0, self.noise)), "host_ms": 2 * self.ms}
         return {"type": "round", "result": result}, []
@@ -69,6 +76,9 @@ def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
     out = _run(ref, cand, min_rounds=32, batch=8, seconds=0.0)
     turns = [e.split()[0] for e in log if e.endswith("rounds")]
     assert turns == ["ref", "cand", "cand", "ref"] * 2  # R C C R, R C C R
+    # the reference's worker looks at the GPU before every batch, the candidate's never: a
+    # message off the walls is a window no clock counts
+    assert ref.probes == 8 and cand.probes == 0
     for i, entry in enumerate(log):  # every batch inside a pause of the other worker: alike
         if entry.endswith(" rounds"):
             other = "cand" if entry == "ref rounds" else "ref"
@@ -148,7 +158,7 @@ def test_a_malformed_reply_is_a_broken_worker(reply: dict[str, Any]) -> None:
     with pytest.raises(WorkerFailure, match="no valid"):
         _run(FakeWorker("ref", [], 1.0), Liar("cand", [], 0.5))
     with pytest.raises(WorkerFailure, match="did not probe"):
-        _run(FakeWorker("ref", [], 1.0), NoProbe("cand", [], 0.5))
+        _run(NoProbe("ref", [], 1.0), FakeWorker("cand", [], 0.5))
 
 
 def test_the_candidate_is_resumed_even_when_the_reference_fails() -> None:
@@ -224,8 +234,8 @@ def test_kernelbench_rounds_a_call_a_message_sized_by_the_reference() -> None:
     assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
     calls = [h for h in sent if h["cmd"] == "round"]
     assert len(calls) == 64 and all(len(h["round"]) == 3 for h in calls)
-    # before the first call of each batch (two a side), a probe of its own
-    assert sum(h["cmd"] == "probe" for h in sent) == 4
+    # before each batch (two a side), a probe of the reference's, and none of the candidate's
+    assert sum(h["cmd"] == "probe" for h in sent) == 4 and cand.probes == 0
     assert len(out.walls) == 4 and all(w[4] == 8 for w in out.walls)
 
     class Silent(FakeWorker):
