@@ -102,11 +102,11 @@ def watched(task: Task, rng: random.Random | None = None) -> list[dict[str, Any]
 
 
 def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
-    """A kernel's: its check size (the trials show it that size anyway) and a small size never
+    """A kernel's: its check size (the trials show it that size anyway), a small size never
     shown, drawn afresh (a second launch costs little): each size a check size's plus up to a
     half, within the task's multiple_of and the bench size, as the trials' held-out sizes were
     drawn (now one of the many between the check and bench sizes the trials may draw), small
-    enough for the sanitizer's slowdown."""
+    enough for the sanitizer's slowdown; and each size of its long (long_sizes)."""
     shown = small_sizes(task)
     checks = [dict(c) for c in task.checks] + [dict(task.bench)]
     for _ in range(8):
@@ -117,8 +117,37 @@ def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
             value = -(-(base + rng.randint(1, max(1, base // 2))) // step) * step
             held[name] = min(value, max(bench, base))
         if held not in checks:
-            return [shown, held]
-    return [shown]
+            return [shown, held, *long_sizes(task)]
+    return [shown, *long_sizes(task)]
+
+
+# A watched launch's arrays at most: under compute-sanitizer a kernel runs 10 to 100 times slower.
+WATCHED_BYTES = 16 << 20
+
+
+def long_sizes(task: Any) -> list[dict[str, int]]:
+    """For each size of a kernel's, a launch with that one as large as the bench size allows
+    within WATCHED_BYTES and the others at their smallest check size: the sanitizer also sees
+    the long rows (or the many short ones) where a kernel takes another path. Small sizes
+    alone let one keep a racy path for rows past 1,536 that no watched launch reached
+    (memory/softmax_warp_race_only_past_the_sanitizer_sizes). None where that is a size
+    already watched or no larger than the smallest check."""
+    from .plan import _nbytes, _valid
+
+    smallest = {n: min(c[n] for c in task.checks) for n in task.bench}
+    out: list[dict[str, int]] = []
+    for name, bench in task.bench.items():
+        step = task.multiple_of.get(name, 1)
+        sizes = dict(smallest)
+        value = max(bench, smallest[name])
+        while value > smallest[name]:
+            sizes[name] = value
+            if _nbytes(task, sizes) <= WATCHED_BYTES and _valid(task, sizes):
+                break
+            value = max(smallest[name], (value // 2) // step * step)
+        if value > smallest[name] and sizes not in out and sizes != small_sizes(task):
+            out.append(dict(sizes))
+    return out
 
 
 def _problem_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:

@@ -121,12 +121,13 @@ def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
     (evals/adversarial/cases/memory/softmax_warp_race_unless_seed_one)."""
     task = load_task(EXAMPLES / "softmax")
     draws = [sanitize.watched(task) for _ in range(20)]
+    long = sanitize.long_sizes(task)
     for launches in draws:
-        assert len(launches) == 2
+        assert len(launches) == 2 + len(long) == 4
         checks = [dict(c) for c in task.checks]
         shown = [one for one in launches if one["sizes"] in checks]
         assert [one["sizes"] for one in shown] == [sanitize.small_sizes(task)]
-        (held,) = [one for one in launches if one["sizes"] not in checks]
+        (held,) = [one for one in launches if one["sizes"] not in checks + long]
         assert held["sizes"] != dict(task.bench)
         for one in launches:
             assert one["seed"] != 1 and 0 <= one["seed"] < 1 << 31
@@ -136,6 +137,9 @@ def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
     assert len(set(seeds)) == len(seeds)
     assert len({tuple(launches[0]["sizes"].items()) for launches in draws}) > 1  # either first
     assert len({tuple(sorted(d[0]["sizes"].items() | d[1]["sizes"].items())) for d in draws}) > 1
+    assert {tuple(s.items()) for d in draws for s in [o["sizes"] for o in d]} >= {
+        tuple(s.items()) for s in long
+    }
 
 
 def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
@@ -146,12 +150,32 @@ def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
         for _ in range(30):
             held = [one["sizes"] for one in sanitize.watched(task)]
             held.remove(sanitize.small_sizes(task))
+            for sizes in sanitize.long_sizes(task):
+                held.remove(sizes)
             (sizes,) = held
             assert sizes not in [dict(c) for c in task.checks] + [dict(task.bench)]
             for k, v in sizes.items():
                 smallest = min(c[k] for c in task.checks)
                 assert smallest < v <= max(c[k] for c in task.checks) * 3 // 2 + 64
                 assert v <= task.bench[k] and v % task.multiple_of.get(k, 1) == 0
+
+
+def test_each_size_is_also_watched_long() -> None:
+    """Small sizes alone let a kernel keep a racy path for rows past 1,536 that no watched
+    launch reached (memory/softmax_warp_race_only_past_the_sanitizer_sizes): each size is also
+    watched as large as the bench allows within WATCHED_BYTES, the others at their smallest."""
+    from kernelwright.tools.plan import _nbytes
+
+    softmax = load_task(EXAMPLES / "softmax")
+    assert sanitize.long_sizes(softmax) == [{"M": 4096, "N": 33}, {"M": 5, "N": 4096}]
+    for name in ("softmax", "matmul", "gelu", "transpose", "rowsum", "stencil"):
+        task = load_task(EXAMPLES / name)
+        long = sanitize.long_sizes(task)
+        assert len(long) == len(task.bench)
+        for sizes in long:
+            assert _nbytes(task, sizes) <= sanitize.WATCHED_BYTES
+            grown = [k for k, v in sizes.items() if v > min(c[k] for c in task.checks)]
+            assert len(grown) == 1 and sizes[grown[0]] <= task.bench[grown[0]]
 
 
 def test_a_kernelbench_problem_gets_one_forward_on_a_fresh_seed() -> None:
