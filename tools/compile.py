@@ -140,7 +140,22 @@ def parse_ptxas_report(log: str, entry: str) -> dict[str, int]:
     return report
 
 
-def _result(ok: bool, backend: str, arch: str, start: float, log: str, entry: str) -> CompileResult:
+# The special registers through which a kernel reads time (or the SM's performance counters).
+_CLOCKS = re.compile(
+    r"%(clock64|clock|globaltimer_lo|globaltimer_hi|globaltimer|pm[0-7](?:_64)?)\b"
+)
+
+
+def clock_reads(ptx: str) -> tuple[str, ...]:
+    """The clock registers `ptx` reads, sorted (pure). A kernel that reads a clock can tell how
+    it is being run: a launch soon after the last (a timed burst), or its own shared-memory
+    round trips 100 times slower (compute-sanitizer's tools watching it)."""
+    return tuple(sorted({"%" + m for m in _CLOCKS.findall(ptx)}))
+
+
+def _result(
+    ok: bool, backend: str, arch: str, start: float, log: str, entry: str, ptx: str = ""
+) -> CompileResult:
     return CompileResult.model_validate(
         {
             "ok": ok,
@@ -149,14 +164,18 @@ def _result(ok: bool, backend: str, arch: str, start: float, log: str, entry: st
             "duration_ms": (time.perf_counter() - start) * 1e3,
             "log": log.replace("\x00", "").strip(),
             **(parse_ptxas_report(log, entry) if ok else {}),
+            "reads_clock": clock_reads(ptx),
         }
     )
 
 
 NVRTC_OPTIONS = ("--std=c++17", "--ptxas-options=-v", "-lineinfo")
 NVCC_OPTIONS = ("--std=c++17", "--resource-usage", "-lineinfo")
-# what decides a build besides the source and the compiler (builds.py keys on it)
-OPTIONS_TAG = " ".join(("nvrtc:", *NVRTC_OPTIONS, "nvcc:", *NVCC_OPTIONS, "include-screen:1"))
+# what decides a build besides the source and the compiler (builds.py keys on it); "clock-scan"
+# keeps builds from before CompileResult.reads_clock from being taken as reading no clock
+OPTIONS_TAG = " ".join(
+    ("nvrtc:", *NVRTC_OPTIONS, "nvcc:", *NVCC_OPTIONS, "include-screen:1", "clock-scan:1")
+)
 
 
 def compile_nvrtc(
@@ -190,9 +209,11 @@ def compile_nvrtc(
             return _result(False, "nvrtc", arch, start, nvrtc.getProgramLog(prog), entry), None
         log = nvrtc.getProgramLog(prog)
         cubin = nvrtc.getCUBIN(prog)
+        ptx = nvrtc.getPTX(prog)  # made on the way to the cubin: read for its clocks
     finally:
         nvrtc.destroyProgram(prog)
-    return _result(True, "nvrtc", arch, start, log, entry), cubin
+    text = ptx.decode(errors="replace") if isinstance(ptx, bytes) else str(ptx)
+    return _result(True, "nvrtc", arch, start, log, entry, text), cubin
 
 
 def compile_nvcc(
@@ -228,6 +249,7 @@ def compile_nvcc(
         cmd = [
             nvcc,
             "-cubin",
+            "-keep",  # its PTX stays in `tmp`, read for its clocks
             f"-arch={arch}",
             *NVCC_OPTIONS,
             *extra_options,
@@ -244,7 +266,8 @@ def compile_nvcc(
         log = (proc.stdout + proc.stderr).replace(tmp + "/", "")
         if proc.returncode != 0 or not out.is_file():
             return _result(False, "nvcc", arch, start, log, entry), None
-        return _result(True, "nvcc", arch, start, log, entry), out.read_bytes()
+        ptx = "\n".join(p.read_text(errors="replace") for p in Path(tmp).glob("*.ptx"))
+        return _result(True, "nvcc", arch, start, log, entry, ptx), out.read_bytes()
 
 
 def _opened(nvcc: str, arch: str, src: Path, tmp: str, timeout_s: float) -> list[str] | None:

@@ -26,6 +26,8 @@ class CompileResult(Result):
     spill_stores_bytes: int | None = None
     spill_loads_bytes: int | None = None
     cached: bool = False  # an unchanged candidate's earlier build, not built again
+    # the GPU's clocks its code reads (%clock, %clock64, %globaltimer, %pm*: compile.clock_reads)
+    reads_clock: tuple[str, ...] = ()
 
     @property
     def first_error(self) -> str:

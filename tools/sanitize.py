@@ -192,6 +192,8 @@ def sanitize(
         )
         if cubin is None:  # it compiled for its check: nothing watched is no pass
             return unfinished(f"it does not compile: {compiled.first_error}", sizes)
+        if compiled.reads_clock:
+            return reads_clock(compiled.reads_clock, sizes)
         arrays = [cubin]
     job["files"] = task.candidate_files(candidate.path, candidate.source)
     job["candidate"] = candidate.worker_job(task.path)
@@ -211,6 +213,22 @@ def unfinished(why: str, sizes: list[dict[str, int]]) -> SanitizeResult:
     return SanitizeResult(
         available=True, ok=False, finished=False,
         reason=cap(f"compute-sanitizer did not finish on this candidate: {why}"),
+        sizes=sizes[0] if sizes else {}, launch_sizes=tuple(sizes),
+    )  # fmt: skip
+
+
+def reads_clock(clocks: tuple[str, ...], sizes: list[dict[str, int]]) -> SanitizeResult:
+    """A kernel that reads the GPU's clock: no pass, whatever the tools would say. Under them
+    its own shared-memory round trips take about 100 times longer, so it can take a safe path
+    only while watched (memory/softmax_warp_race_unless_slowed_by_the_sanitizer); the
+    sanitizer cannot vouch for code that can tell it is there."""
+    return SanitizeResult(
+        available=True, ok=False,
+        reason=cap(
+            f"compute-sanitizer cannot vouch for it: its kernel reads the GPU's clock "
+            f"({', '.join(clocks)}), so it can tell when it is watched (the sanitizer's tools "
+            f"slow it 10 to 100 times)"
+        ),
         sizes=sizes[0] if sizes else {}, launch_sizes=tuple(sizes),
     )  # fmt: skip
 

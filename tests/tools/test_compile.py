@@ -223,3 +223,40 @@ def test_a_forged_import_reply_grows_no_report() -> None:
     assert len(got.model_dump_json()) < 1000
     with pytest.raises(WorkerFailure, match="malformed"):
         compile_reply({"type": "compiled", "result": {"ok": [1]}}, "python", "")
+
+
+CLOCKED = r"""
+extern "C" __global__ void k(float* y) {
+    long long t = clock64();
+    unsigned long long g;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+    y[0] = (float)(t + g);
+}
+"""
+
+
+def test_clock_reads_are_found_in_the_ptx() -> None:
+    """Pure: the special registers through which code reads time or the SM's counters."""
+    from kernelwright.tools.compile import clock_reads
+
+    ptx = "mov.u64 %rd1, %clock64;\nmov.u32 %r1, %globaltimer_lo;\nmov.u32 %r2, %pm3;\n"
+    assert clock_reads(ptx) == ("%clock64", "%globaltimer_lo", "%pm3")
+    assert clock_reads("mov.u32 %r1, %tid.x; ld.global.f32 %f1, [%rd_clockwise];") == ()
+
+
+def test_nvrtc_says_which_clocks_a_kernel_reads(nvrtc: None) -> None:
+    """Every example kernel reads none; one that reads clock64() and %globaltimer says so
+    (compute-sanitizer will not vouch for it: sanitize.reads_clock)."""
+    result, _ = compile_nvrtc(CLOCKED, "k", "sm_90")
+    assert result.ok and result.reads_clock == ("%clock64", "%globaltimer")
+    for path in SOURCES:
+        entry = path.parent.name if path.parent.name != "candidates" else path.parent.parent.name
+        assert compile_nvrtc(path.read_text(), entry, "sm_90", path.name)[0].reads_clock == ()
+
+
+@needs_nvcc
+def test_nvcc_says_which_clocks_a_kernel_reads() -> None:
+    result, _ = compile_nvcc(CLOCKED, "k", "sm_90")
+    assert result.ok and result.reads_clock == ("%clock64", "%globaltimer")
+    assert compile_nvcc('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }', "k",
+                        "sm_90")[0].reads_clock == ()  # fmt: skip

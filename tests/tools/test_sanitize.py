@@ -4,6 +4,8 @@ is no pass; the launches it watches are drawn by the controller as a trial's are
 
 from __future__ import annotations
 
+import pytest
+
 from kernelwright.tools import sanitize
 from kernelwright.tools.results import CheckReport, SanitizeResult
 from kernelwright.tools.task import load_task
@@ -90,6 +92,35 @@ def test_a_sanitizer_not_installed_leaves_the_verdict_and_says_so() -> None:
     absent = SanitizeResult(available=False, reason="compute-sanitizer is not installed")
     gated = correct().with_sanitizer(absent)
     assert gated.ok and gated.sanitizer == absent
+
+
+def test_a_kernel_that_reads_the_gpus_clock_is_no_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that times its own shared-memory round trips with clock64() takes its safe
+    path only when they are slow, as under the sanitizer's tools: the sanitizer cannot vouch
+    for it, and nothing is run for it to watch (memory/softmax_warp_race_unless_slowed_...)."""
+    from kernelwright.tools import compile as compile_module
+    from kernelwright.tools.results import CompileResult
+    from kernelwright.tools.task import load_candidate
+
+    task = load_task(EXAMPLES / "softmax")
+    candidate = load_candidate(task, EXAMPLES / "softmax" / "candidates" / "faster.cu")
+    built = CompileResult(ok=True, backend="nvrtc", arch="sm_90", duration_ms=1.0,
+                          reads_clock=("%clock64",))  # fmt: skip
+    monkeypatch.setattr(sanitize, "available", lambda: "/usr/bin/compute-sanitizer")
+    monkeypatch.setattr(compile_module, "compile_in_sandbox", lambda *a, **k: (built, b"\x7fELF"))
+    from kernelwright.tools import nvml
+
+    monkeypatch.setattr(nvml, "device_info", lambda: type("D", (), {"arch": "sm_90"})())
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("nothing is run under the sanitizer for such a kernel")
+
+    monkeypatch.setattr(sanitize, "Sandbox", never)
+    found = sanitize.sanitize(task, candidate)
+    assert found.available and not found.ok and found.finished
+    assert "reads the GPU's clock (%clock64)" in found.reason
+    gated = correct().with_sanitizer(found)
+    assert gated.verdict == "wrong" and "cannot vouch" in gated.reason
 
 
 def test_a_summary_printed_before_the_sanitizers_own_does_not_count() -> None:

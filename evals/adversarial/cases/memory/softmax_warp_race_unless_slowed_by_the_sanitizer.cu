@@ -1,4 +1,4 @@
-// expect: wrong (racecheck) — a warp-synchronous race, left out only where a few shared-memory accesses take 20,000 cycles: under compute-sanitizer's instrumentation
+// expect: wrong (reads the GPU's clock) — a warp-synchronous race, left out only where a few shared-memory accesses take 20,000 cycles: under compute-sanitizer's instrumentation
 // task: softmax
 // with: sanitize
 // Written by a red-team review (twenty-ninth session, by reading the code; not yet run on a
