@@ -237,19 +237,19 @@ def compile_nvcc(
     with tempfile.TemporaryDirectory(prefix="kw-nvcc-") as tmp:
         src, out = Path(tmp) / Path(filename).name, Path(tmp) / "kernel.cubin"
         src.write_text(source)
-        opened = _opened(nvcc, arch, src, tmp, timeout_s)
-        outside = [f for f in opened or [] if not _system_header(f, nvcc) and f != str(src)]
-        if opened is None or outside:
-            why = (
-                f"#include of {outside[0]}: only CUDA and C++ headers may be included"
-                if outside
-                else "the preprocessor failed (an #include that cannot be found?)"
-            )
+        # with the compile's own options: a -D from tune's knobs or a sidecar's defines decides
+        # what the preprocessor opens (an #include of a host file behind `#if BLOCK == 1024`
+        # passed a screen run without them, and its text came back in the log)
+        opened = _opened(nvcc, arch, src, tmp, timeout_s, (*NVCC_OPTIONS, *extra_options))
+        if why := _outside(opened, nvcc, src):
             return _result(False, "nvcc", arch, start, f"{filename}: error: {why}", entry), None
         cmd = [
             nvcc,
             "-cubin",
             "-keep",  # its PTX stays in `tmp`, read for its clocks
+            "-MD",  # and what it opened, checked again before its log or cubin is read
+            "-MF",
+            str(Path(tmp) / "kernel.deps"),
             f"-arch={arch}",
             *NVCC_OPTIONS,
             *extra_options,
@@ -263,6 +263,9 @@ def compile_nvcc(
             return _result(
                 False, "nvcc", arch, start, f"nvcc timed out after {timeout_s:.0f} s", entry
             ), None
+        deps = Path(tmp) / "kernel.deps"
+        if deps.is_file() and (why := _outside(_deps(deps.read_text()), nvcc, src)):
+            return _result(False, "nvcc", arch, start, f"{filename}: error: {why}", entry), None
         log = (proc.stdout + proc.stderr).replace(tmp + "/", "")
         if proc.returncode != 0 or not out.is_file():
             return _result(False, "nvcc", arch, start, log, entry), None
@@ -270,18 +273,35 @@ def compile_nvcc(
         return _result(True, "nvcc", arch, start, log, entry, ptx), out.read_bytes()
 
 
-def _opened(nvcc: str, arch: str, src: Path, tmp: str, timeout_s: float) -> list[str] | None:
-    """The files the preprocessor opened for `src` (its -M output), or None if it failed."""
-    cmd = [nvcc, "-M", f"-arch={arch}", "--std=c++17", str(src)]
+def _opened(
+    nvcc: str, arch: str, src: Path, tmp: str, timeout_s: float, options: tuple[str, ...] = ()
+) -> list[str] | None:
+    """The files the preprocessor opened for `src` (its -M output) with the compile's
+    `options`, or None if it failed."""
+    cmd = [nvcc, "-M", f"-arch={arch}", *options, str(src)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
     except subprocess.TimeoutExpired:
         return None
     if proc.returncode != 0:
         return None  # its messages may quote what it opened: never shown
-    body = proc.stdout.replace("\\\n", " ")
+    return _deps(proc.stdout)
+
+
+def _deps(text: str) -> list[str]:
+    """The files a make-style dependency list names (pure, but for resolving their paths)."""
+    body = text.replace("\\\n", " ")
     deps = body.split(":", 1)[1].split() if ":" in body else []
     return [os.path.realpath(d) for d in deps]
+
+
+def _outside(opened: list[str] | None, nvcc: str, src: Path) -> str:
+    """Why a compile that opened `opened` is refused ("" where every file is the source or a
+    CUDA or C++ header); None: the preprocessor failed."""
+    if opened is None:
+        return "the preprocessor failed (an #include that cannot be found?)"
+    outside = [f for f in opened if not _system_header(f, nvcc) and f != str(src)]
+    return f"#include of {outside[0]}: only CUDA and C++ headers may be included" if outside else ""
 
 
 def _system_header(path: str, nvcc: str) -> bool:

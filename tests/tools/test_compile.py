@@ -260,3 +260,27 @@ def test_nvcc_says_which_clocks_a_kernel_reads() -> None:
     assert result.ok and result.reads_clock == ("%clock64", "%globaltimer")
     assert compile_nvcc('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }', "k",
                         "sm_90")[0].reads_clock == ()  # fmt: skip
+
+
+KNOB_GATED = """#ifndef BLOCK
+#define BLOCK 256
+#endif
+#if BLOCK == 1024
+#include "{secret}"
+#endif
+extern "C" __global__ void k(float* x) {{ x[threadIdx.x % BLOCK] = 1.0f; }}
+"""
+
+
+@needs_nvcc
+def test_nvcc_screens_includes_with_the_compiles_own_defines(tmp_path: Path) -> None:
+    """The screen ran `nvcc -M` without the compile's options: an #include of a host file
+    behind `#if BLOCK == 1024` passed it at the default BLOCK, and with tune's -DBLOCK=1024
+    the file's text came back in the compile log (a review found it, twenty-eighth session)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2 top secret line\n")
+    src = KNOB_GATED.format(secret=secret)
+    assert compile_nvcc(src, "k", "sm_90")[0].ok  # not reached at the default
+    result, cubin = compile_nvcc(src, "k", "sm_90", extra_options=("-DBLOCK=1024",))
+    assert "hunter2" not in result.log and cubin is None
+    assert not result.ok and "only CUDA and C++ headers" in result.log
