@@ -24,7 +24,7 @@ from kernelwright.tools import tune as space
 from kernelwright.tools.builds import compiler_identity
 from kernelwright.tools.compile import compile_in_sandbox
 from kernelwright.tools.knobs import knob_values
-from kernelwright.tools.results import CheckReport
+from kernelwright.tools.results import CheckReport, SanitizeResult
 from kernelwright.tools.spec import CompileOptions, CudaCandidate, CudaTask, LaunchSpec
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 from tests.agent.test_graph import report
@@ -104,6 +104,9 @@ class LandscapeGpu:
         _, block, _ = (cand.bound_launch or task.launch).resolve(task.bench)
         speed = self.speed(values, block, cand.options)
         return _timed(task, speed) if speed else report(task, "wrong", None, "output 'y' wrong")
+
+    def sanitize(self, task: Any, cand: Any) -> SanitizeResult:
+        return SanitizeResult(available=False, reason="compute-sanitizer is not installed")
 
     def close(self) -> None:
         pass
@@ -599,3 +602,41 @@ def test_a_tune_says_in_one_line_why_numerics_were_not_tried(
     assert f"- {data['numerics']}" in tune_markdown(data)
     plain = tune(task, cand, gpu, arch="sm_90", backend="nvrtc", budget=1, builds=builds)
     assert plain.as_json()["numerics"].startswith("numerics not tried: not asked for")
+
+
+class RacyWhenTunedGpu(LandscapeGpu):
+    """Every configuration but the start's is faster and passes the checks; compute-sanitizer
+    finds a race in every one but the start's, or (`racy`) only in those `racy` picks."""
+
+    def __init__(self, racy: Any = None) -> None:
+        super().__init__(tile8_block128)
+        self.sanitized: list[Any] = []
+        self.racy = racy or (lambda cand: cand.options.defines != () or cand.launch is not None)
+
+    def sanitize(self, task: Any, cand: Any) -> SanitizeResult:
+        self.sanitized.append(cand)
+        bad = self.racy(cand)
+        return SanitizeResult(available=True, ok=not bad, reason="racecheck: 1 hazard" * bad)
+
+
+def test_a_configuration_is_sanitized_before_it_is_kept(
+    gelu: Any, nvrtc: None, builds: Any
+) -> None:
+    """tune kept a configuration on a plain check, and the run's best.toml took it, with no
+    compute-sanitizer: new machine code, and a race that gives the right answer in the trials
+    is still a race (a review found it, twenty-eighth session). Racy everywhere: nothing is
+    kept, each kept one is refused in turn down to the kernel as given."""
+    task, cand = gelu
+    gpu = RacyWhenTunedGpu()
+    found = tune(task, cand, gpu, arch="sm_90", backend="nvrtc", budget=24, builds=builds)
+    assert gpu.sanitized and not found.improved and found.best is cand
+    assert not any(t.kept for t in found.tried)
+    refused = [t for t in found.tried if t.report.verdict == "wrong"]
+    assert refused and all("racecheck" in t.report.reason for t in refused)
+
+
+def test_a_clean_best_is_sanitized_once(gelu: Any, nvrtc: None, builds: Any) -> None:
+    task, cand = gelu
+    gpu = RacyWhenTunedGpu(racy=lambda cand: False)
+    found = tune(task, cand, gpu, arch="sm_90", backend="nvrtc", budget=24, builds=builds)
+    assert found.improved and len(gpu.sanitized) == 1 and gpu.sanitized[0] is found.best
