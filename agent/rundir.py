@@ -13,12 +13,20 @@ the checkpoint database a killed run resumes from.
 
 from __future__ import annotations
 
+import glob
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 from kernelwright.tools.results import Attempt
+
+
+def _plain(task_name: str) -> str:
+    """A task's name as a directory's: a plain token, never a path (task files' names are
+    checked as they load, tools.spec.task_name; a KernelBench problem's is its file's stem)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", task_name).lstrip(".") or "task"
 
 
 class RunDir:
@@ -28,11 +36,12 @@ class RunDir:
     @classmethod
     def create(cls, base: Path, task_name: str, meta: dict[str, Any]) -> RunDir:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = base / f"{task_name}-{stamp}"
+        name = _plain(task_name)
+        path = base / f"{name}-{stamp}"
         n = 1
         while path.exists():
             n += 1
-            path = base / f"{task_name}-{stamp}-{n}"
+            path = base / f"{name}-{stamp}-{n}"
         path.mkdir(parents=True)
         (path / "run.json").write_text(json.dumps(meta, indent=2))
         return cls(path)
@@ -40,7 +49,8 @@ class RunDir:
     @classmethod
     def latest_unfinished(cls, base: Path, task_name: str) -> RunDir | None:
         """The newest run of this task that has checkpoints and no summary yet."""
-        runs = sorted(base.glob(f"{task_name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        pattern = f"{glob.escape(_plain(task_name))}-*"
+        runs = sorted(base.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
         for path in runs:
             run = cls(path)
             if run.checkpoints.is_file() and not run.finished:

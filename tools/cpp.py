@@ -41,6 +41,7 @@ from .spec import (
     parse_roofline,
     parse_sizes,
     parse_tolerance,
+    task_name,
 )
 
 if TYPE_CHECKING:
@@ -858,7 +859,7 @@ def load_cpp_task(spec_path: Path) -> CppTask:
     if compare == "exact":
         _exact_inputs(spec_path, all_args)
     task = CppTask(
-        name=str(raw.get("name", spec_path.stem)),
+        name=task_name(spec_path, raw),
         path=str(spec_path),
         source_path=str(source_path),
         source=source,

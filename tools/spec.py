@@ -257,6 +257,23 @@ def _fail(path: Path, field: str, problem: str) -> TaskError:
     return TaskError(path, field, problem)
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
+
+
+def task_name(path: Path, raw: dict[str, Any]) -> str:
+    """A task's `name` (its file's stem by default): a run's directory and files are named by
+    it, so it is a plain token, no path (a name of "../../x" put a run's files outside the
+    data directory)."""
+    name = str(raw.get("name", path.stem))
+    if not _NAME.fullmatch(name):
+        raise _fail(
+            path,
+            "name",
+            f"{name[:60]!r} is not a plain name (letters, digits, _ . + -, at most 100)",
+        )
+    return name
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(read_text(path))
@@ -479,7 +496,7 @@ def load_cuda_task(spec_path: Path) -> CudaTask:
     reference = _reference(spec_path, raw.get("reference", {}))
     check_signature(source_path, source, entry, args, spec_path)
     task = CudaTask(
-        name=str(raw.get("name", spec_path.stem)),
+        name=task_name(spec_path, raw),
         path=str(spec_path),
         source_path=str(source_path),
         source=source,

@@ -331,3 +331,33 @@ def test_a_wider_domain_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
     ints = _softmax_with(tmp_path / "b", 'check = ["uniform', 'check = ["randint:0:9", "uniform')
     with pytest.raises(TaskError, match=r"check: randint is for integer dtypes"):
         load_task(ints)
+
+
+@pytest.mark.parametrize("name", ["../../outside", "/tmp/abs-escape", "a b", ".hidden", ""])
+def test_a_task_name_that_is_not_a_plain_token_is_refused(tmp_path: Path, name: str) -> None:
+    """A run's directory and files are named by the task: a name of "../../outside" put a
+    run's files outside the data directory (a review found it, twenty-eighth session)."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(EXAMPLES / "gelu", task_dir)
+    toml = task_dir / "gelu.toml"
+    toml.write_text(f"name = {name!r}\n".replace("'", '"') + toml.read_text())
+    with pytest.raises(TaskError, match=r"name: .* is not a plain name") as got:
+        load_task(task_dir)
+    assert "\n" not in str(got.value)
+    toml.write_text(toml.read_text().replace(f'name = "{name}"', 'name = "gelu.v2-fast+1"'))
+    assert load_task(task_dir).name == "gelu.v2-fast+1"
+
+
+def test_a_run_directory_stays_in_the_runs_directory(tmp_path: Path) -> None:
+    """Whatever name reaches it (a KernelBench problem's is its file's stem), a run's
+    directory is made inside `runs`, and found again there."""
+    from kernelwright.agent.rundir import RunDir
+
+    runs = tmp_path / "runs"
+    for name in ("../../outside", "/abs", "[x]*?", "ok_name"):
+        run = RunDir.create(runs, name, {})
+        assert run.path.resolve().parent == runs.resolve()
+        run.checkpoints.write_text("")
+        found = RunDir.latest_unfinished(runs, name)
+        assert found is not None and found.path == run.path
+    assert not (tmp_path.parent / "outside").exists()
