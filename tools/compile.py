@@ -240,7 +240,7 @@ def compile_nvcc(
         # with the compile's own options: a -D from tune's knobs or a sidecar's defines decides
         # what the preprocessor opens (an #include of a host file behind `#if BLOCK == 1024`
         # passed a screen run without them, and its text came back in the log)
-        opened = _opened(nvcc, arch, src, tmp, timeout_s, (*NVCC_OPTIONS, *extra_options))
+        opened = _opened(nvcc, arch, src, tmp, timeout_s, _preprocessing(extra_options))
         if why := _outside(opened, nvcc, src):
             return _result(False, "nvcc", arch, start, f"{filename}: error: {why}", entry), None
         cmd = [
@@ -286,6 +286,24 @@ def _opened(
     if proc.returncode != 0:
         return None  # its messages may quote what it opened: never shown
     return _deps(proc.stdout)
+
+
+_PREPROCESSING = ("-D", "-U", "--define-macro", "--undefine-macro", "-std", "--std", "-I",
+                  "--include-path", "-isystem", "-include", "--pre-include")  # fmt: skip
+
+
+def _preprocessing(options: tuple[str, ...]) -> tuple[str, ...]:
+    """Of a compile's options, those that decide what the preprocessor opens (pure), each with
+    its value where it comes as the next word; the rest (ptxas's, an unknown one) are left to
+    the compile, which says what is wrong with them."""
+    kept: list[str] = ["--std=c++17"]
+    words = iter(options)
+    for word in words:
+        if word in _PREPROCESSING:
+            kept += [word, next(words, "")]
+        elif word.startswith(_PREPROCESSING):
+            kept.append(word)
+    return tuple(kept)
 
 
 def _deps(text: str) -> list[str]:

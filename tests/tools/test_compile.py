@@ -284,3 +284,30 @@ def test_nvcc_screens_includes_with_the_compiles_own_defines(tmp_path: Path) -> 
     result, cubin = compile_nvcc(src, "k", "sm_90", extra_options=("-DBLOCK=1024",))
     assert "hunter2" not in result.log and cubin is None
     assert not result.ok and "only CUDA and C++ headers" in result.log
+
+
+@needs_nvcc
+def test_what_the_nvcc_compile_itself_opened_is_checked_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind the screen, the compile's own dependency list (-MD -MF) is checked before its log
+    or cubin is read: an option the screen did not pass on still cannot bring a host file in
+    (here the screen is made to miss the -D; the file's text would make the compile fail and
+    quote it)."""
+    from kernelwright.tools import compile as compile_module
+
+    monkeypatch.setattr(compile_module, "_preprocessing", lambda options: ("--std=c++17",))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2 top secret line\n")
+    result, cubin = compile_nvcc(
+        KNOB_GATED.format(secret=secret), "k", "sm_90", extra_options=("-DBLOCK=1024",)
+    )
+    assert "hunter2" not in result.log and cubin is None
+    assert not result.ok and "only CUDA and C++ headers" in result.log
+
+
+def test_the_screen_takes_the_options_that_decide_what_is_opened() -> None:
+    from kernelwright.tools.compile import _preprocessing
+
+    given = ("-DBLOCK=1024", "-maxrregcount=32", "-include", "/x", "--no-such-flag", "-U", "Y")
+    assert _preprocessing(given) == ("--std=c++17", "-DBLOCK=1024", "-include", "/x", "-U", "Y")
