@@ -332,7 +332,8 @@ def _pair_of_batches(
         # paused: the candidate's worker is sent nothing off the walls (a probe of its own was
         # a window no wall counted, in which its process could do any work it liked).
         with _paused(cand):
-            probed = _probe(ref, budget.round_timeout_s, phase, "reference")
+            looked = f"the reference's look at the GPU before the {who}'s batch"
+            probed = _probe(ref, budget.round_timeout_s, looked, "reference")
         (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(
             _us(probed.get("quiet_us"))
         )
