@@ -710,10 +710,11 @@ def honest_times(
 
 
 class TimedCalls:
-    """The timed calls' outputs judged as the rounds come in (schedule.Budget.outputs_settled):
-    the rounds go on while the drift test is undecided (sketch.drift_undecided), within the
-    timing's own budget, and may stop once a call is caught. An honest candidate's mean z^2
-    stays under 1 and costs no round more."""
+    """The timed calls' outputs judged call by call, each once, as the rounds come in
+    (`settled`, given to schedule.Budget.outputs_settled) and when they are over (`judge`,
+    rounds_problem's). The rounds go on while the drift test is undecided
+    (sketch.drift_undecided), within the timing's own budget, and may stop once a call is
+    caught; an honest candidate's mean z^2 stays under 1 and costs no round more."""
 
     def __init__(
         self,
@@ -723,23 +724,84 @@ class TimedCalls:
         misses: Mapping[str, float] | None = None,
     ) -> None:
         self.task, self.scales, self.wide, self.misses = task, scales, wide, misses
-        self.seen = 0
-        self.zs: list[float] = []
-        self.caught = False
+        self.seen = 0  # calls judged
+        self.zs: list[float] = []  # their signed sums' z scores
+        self.wrong_at: int | None = None  # the first call found wrong
+
+    @property
+    def caught(self) -> bool:
+        return self.wrong_at is not None or bool(sketch.drift_problem(self.zs))
 
     def settled(
         self, ref_rounds: Sequence[dict[str, Any]], cand_rounds: Sequence[dict[str, Any]]
     ) -> bool:
-        if self.caught:
-            return True
-        new = slice(self.seen, min(len(ref_rounds), len(cand_rounds)))
-        self.seen = new.stop
-        verdict, _, zs = rounds_problem(
-            self.task, ref_rounds[new], cand_rounds[new], self.scales, self.wide, self.misses
-        )
-        self.zs += zs
-        self.caught = bool(verdict)
+        self._take(ref_rounds, cand_rounds)
         return self.caught or not sketch.drift_undecided(self.zs)
+
+    def judge(
+        self, ref_rounds: Sequence[dict[str, Any]], cand_rounds: Sequence[dict[str, Any]]
+    ) -> tuple[str, str, list[float]]:
+        """(verdict, why, z scores) over every call: rounds_problem's."""
+        if len(ref_rounds) != len(cand_rounds):
+            raise ValueError("the two sides timed different numbers of calls")
+        self._take(ref_rounds, cand_rounds)
+        if (i := self.wrong_at) is not None:  # said again, numbered out of every call
+            call = f"timed call {i + 1} of {len(cand_rounds)}"
+            verdict, why = self._call(ref_rounds[i], cand_rounds[i], call, [])
+            return verdict, why, self.zs
+        drift = sketch.drift_problem(self.zs)
+        return ("wrong", drift, self.zs) if drift else ("", "", self.zs)
+
+    def _take(
+        self, ref_rounds: Sequence[dict[str, Any]], cand_rounds: Sequence[dict[str, Any]]
+    ) -> None:
+        """The calls not yet judged, up to the first wrong one."""
+        while self.wrong_at is None and self.seen < min(len(ref_rounds), len(cand_rounds)):
+            i, self.seen = self.seen, self.seen + 1
+            if self._call(ref_rounds[i], cand_rounds[i], f"timed call {i + 1}", self.zs)[0]:
+                self.wrong_at = i
+
+    def _call(
+        self, ref: dict[str, Any], cand: dict[str, Any], call: str, zs: list[float]
+    ) -> tuple[str, str]:
+        """(verdict, why) for one timed call ("" verdict where it is right), its outputs' z
+        scores added to `zs` as each passes."""
+        task, outputs = self.task, OUTPUTS[self.task.kind]
+        if cand.get("problem"):
+            return "wrong", f"during timing ({call}): {str(cand['problem'])[:300]}"
+        if cand.get("inputs") != ref.get("inputs"):
+            return outputs.inputs_differ(call)
+        if cand.get("inputs_after") != cand.get("inputs"):
+            changed = _changed_input(cand.get("inputs_after"), cand.get("inputs"))
+            return "wrong", f"input modified during timing ({call}): {changed}"
+        for name, count in sorted((cand.get("unwritten") or {}).items()):
+            if count:
+                return (
+                    "wrong",
+                    f"output '{name}' not fully written during timing ({call}: {int(count):,} "
+                    f"elements untouched); the kernel behaves differently when timed",
+                )
+        if cand.get("guards"):
+            names = ", ".join(f"'{n}'" for n in list(cand["guards"])[:8])
+            return "wrong", f"wrote outside {names} during timing ({call})"
+        if why := outputs.round_outputs_problem(ref, cand, call):
+            return "wrong", why
+        for name, want in (ref.get("sketch") or {}).items():
+            if len(want) == len(sketch.FIELDS) and want[sketch.FIELDS.index("nan")]:
+                continue  # the reference's own output is NaN somewhere in this call
+            got = (cand.get("sketch") or {}).get(name)
+            n, dtype = outputs.round_output(task, name, ref)
+            atol, rtol = outputs.tolerance(task, dtype)
+            atol = outputs.round_atol(atol, want, n)
+            widen = (self.scales or {}).get(name, 1.0)
+            atol, rtol = atol * max(widen, (self.wide or {}).get(name, 1.0)), rtol * widen
+            times = honest_times(task, name, self.misses, widen)
+            why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol, times=times)
+            if why:
+                why = f"during timing ({call}): {why}; the kernel behaves differently when timed"
+                return "wrong", why
+            zs += z
+        return "", ""
 
 
 def rounds_problem(
@@ -760,45 +822,4 @@ def rounds_problem(
     how far the reference's timed outputs missed the truth in the trials (reference_misses),
     which sets how far apart honest outputs may be (honest_times). An output the reference
     itself gave NaN in a call is not compared in that call: nothing there can match."""
-    outputs = OUTPUTS[task.kind]
-    zs: list[float] = []
-    for i, (ref, cand) in enumerate(zip(ref_rounds, cand_rounds, strict=True)):
-        call = f"timed call {i + 1} of {len(cand_rounds)}"
-        if cand.get("problem"):
-            return "wrong", f"during timing ({call}): {str(cand['problem'])[:300]}", zs
-        if cand.get("inputs") != ref.get("inputs"):
-            verdict, why = outputs.inputs_differ(call)
-            return verdict, why, zs
-        if cand.get("inputs_after") != cand.get("inputs"):
-            changed = _changed_input(cand.get("inputs_after"), cand.get("inputs"))
-            return "wrong", f"input modified during timing ({call}): {changed}", zs
-        for name, count in sorted((cand.get("unwritten") or {}).items()):
-            if count:
-                return (
-                    "wrong",
-                    f"output '{name}' not fully written during timing ({call}: {int(count):,} "
-                    f"elements untouched); the kernel behaves differently when timed",
-                    zs,
-                )
-        if cand.get("guards"):
-            names = ", ".join(f"'{n}'" for n in list(cand["guards"])[:8])
-            return "wrong", f"wrote outside {names} during timing ({call})", zs
-        if why := outputs.round_outputs_problem(ref, cand, call):
-            return "wrong", why, zs
-        for name, want in (ref.get("sketch") or {}).items():
-            if len(want) == len(sketch.FIELDS) and want[sketch.FIELDS.index("nan")]:
-                continue  # the reference's own output is NaN somewhere in this call
-            got = (cand.get("sketch") or {}).get(name)
-            n, dtype = outputs.round_output(task, name, ref)
-            atol, rtol = outputs.tolerance(task, dtype)
-            atol = outputs.round_atol(atol, want, n)
-            widen = (scales or {}).get(name, 1.0)
-            atol, rtol = atol * max(widen, (wide or {}).get(name, 1.0)), rtol * widen
-            times = honest_times(task, name, misses, widen)
-            why, z = sketch.problem(f"output '{name}'", got or [], want, n, atol, rtol, times=times)
-            if why:
-                why = f"during timing ({call}): {why}; the kernel behaves differently when timed"
-                return "wrong", why, zs
-            zs += z
-    drift = sketch.drift_problem(zs)
-    return ("wrong", drift, zs) if drift else ("", "", zs)
+    return TimedCalls(task, scales, wide, misses).judge(ref_rounds, cand_rounds)

@@ -472,9 +472,8 @@ class Verifier:
                 lap("timing")
                 ref_box.send({"cmd": "done"})
                 side.after_rounds(ref_box, self.options.run_timeout_s)
-                verdict, why, _ = judge.rounds_problem(
-                    task, rounds.ref, rounds.cand, scales, wide_timed, misses
-                )
+                # the calls judged through the rounds are not judged again
+                verdict, why, _ = calls.judge(rounds.ref, rounds.cand)
                 if verdict and scale != 1.0:
                     why += f" (on inputs x{scale:g}: {judge.SCALED_INPUTS})"
                 if not verdict:
