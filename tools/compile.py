@@ -142,7 +142,7 @@ def parse_ptxas_report(log: str, entry: str) -> dict[str, int]:
 
 # The special registers through which a kernel reads time (or the SM's performance counters).
 _CLOCKS = re.compile(
-    r"%(clock64|clock|globaltimer_lo|globaltimer_hi|globaltimer|pm[0-7](?:_64)?)\b"
+    r"%(clock64|clock_hi|clock|globaltimer_lo|globaltimer_hi|globaltimer|pm[0-7](?:_64)?)\b"
 )
 
 

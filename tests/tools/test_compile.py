@@ -241,6 +241,7 @@ def test_clock_reads_are_found_in_the_ptx() -> None:
 
     ptx = "mov.u64 %rd1, %clock64;\nmov.u32 %r1, %globaltimer_lo;\nmov.u32 %r2, %pm3;\n"
     assert clock_reads(ptx) == ("%clock64", "%globaltimer_lo", "%pm3")
+    assert clock_reads("mov.u32 %r3, %clock_hi;") == ("%clock_hi",)  # %clock64's upper half
     assert clock_reads("mov.u32 %r1, %tid.x; ld.global.f32 %f1, [%rd_clockwise];") == ()
 
 
