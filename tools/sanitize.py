@@ -117,23 +117,26 @@ def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
             value = -(-(base + rng.randint(1, max(1, base // 2))) // step) * step
             held[name] = min(value, max(bench, base))
         if held not in checks:
-            return [shown, held, *long_sizes(task)]
-    return [shown, *long_sizes(task)]
+            return [shown, held, *long_sizes(task, rng)]
+    return [shown, *long_sizes(task, rng)]
 
 
 # A watched launch's arrays at most: under compute-sanitizer a kernel runs 10 to 100 times slower.
 WATCHED_BYTES = 16 << 20
 
 
-def long_sizes(task: Any) -> list[dict[str, int]]:
-    """For each size of a kernel's, a launch with that one as large as the bench size allows
-    within WATCHED_BYTES and the others at their smallest check size: the sanitizer also sees
-    the long rows (or the many short ones) where a kernel takes another path. Small sizes
-    alone let one keep a racy path for rows past 1,536 that no watched launch reached
-    (memory/softmax_warp_race_only_past_the_sanitizer_sizes). None where that is a size
-    already watched or no larger than the smallest check."""
+def long_sizes(task: Any, rng: random.Random | None = None) -> list[dict[str, int]]:
+    """For each size of a kernel's, a launch with that one long and the others at their
+    smallest check size: the sanitizer also sees the long rows (or the many short ones) where
+    a kernel takes another path. Small sizes alone let one keep a racy path for rows past
+    1,536 that no watched launch reached (memory/softmax_warp_race_only_past_the_sanitizer_
+    sizes). Long is drawn afresh (`rng`) from the top quarter below the most the bench size
+    allows within WATCHED_BYTES: at that most itself, every run, a kernel could keep the race
+    everywhere but there (memory/softmax_warp_race_except_at_the_watched_long_size). None
+    where that is a size already watched or no larger than the smallest check."""
     from .plan import _nbytes, _valid
 
+    rng = rng or random.Random(secrets.randbits(64))
     smallest = {n: min(c[n] for c in task.checks) for n in task.bench}
     out: list[dict[str, int]] = []
     for name, bench in task.bench.items():
@@ -145,7 +148,13 @@ def long_sizes(task: Any) -> list[dict[str, int]]:
             if _nbytes(task, sizes) <= WATCHED_BYTES and _valid(task, sizes):
                 break
             value = max(smallest[name], (value // 2) // step * step)
-        if value > smallest[name] and sizes not in out and sizes != small_sizes(task):
+        low = max(smallest[name] // step + 1, -(-(3 * value // 4) // step))
+        for _ in range(8):  # somewhere in the top quarter, a size the launch takes
+            drawn = dict(sizes, **{name: rng.randint(low, max(low, value // step)) * step})
+            if drawn[name] <= value and _valid(task, drawn):
+                sizes = drawn
+                break
+        if sizes[name] > smallest[name] and sizes not in out and sizes != small_sizes(task):
             out.append(dict(sizes))
     return out
 

@@ -4,6 +4,9 @@ is no pass; the launches it watches are drawn by the controller as a trial's are
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from kernelwright.tools import sanitize
@@ -146,19 +149,29 @@ def test_a_race_racecheck_only_warns_of_is_still_a_finding() -> None:
     assert sanitize.parse("racecheck", warned)[0] == 2
 
 
+def _long(task: Any, sizes: dict[str, int]) -> bool:
+    """One of sanitize.long_sizes's: one size past any held-out draw, the others smallest."""
+    smallest = {k: min(c[k] for c in task.checks) for k in task.bench}
+    grown = [k for k, v in sizes.items() if v != smallest[k]]
+    top = {k: max(c[k] for c in task.checks) * 3 // 2 + 64 for k in task.bench}
+    return len(grown) == 1 and sizes[grown[0]] > top[grown[0]]
+
+
 def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
     """The sanitizer watched one launch that never changed (seed 1, outputs of zeros, the
     largest check size): a kernel that recognised it was clean there and racy elsewhere
     (evals/adversarial/cases/memory/softmax_warp_race_unless_seed_one)."""
     task = load_task(EXAMPLES / "softmax")
     draws = [sanitize.watched(task) for _ in range(20)]
-    long = sanitize.long_sizes(task)
     for launches in draws:
-        assert len(launches) == 2 + len(long) == 4
+        assert len(launches) == 2 + len(task.bench) == 4
         checks = [dict(c) for c in task.checks]
         shown = [one for one in launches if one["sizes"] in checks]
         assert [one["sizes"] for one in shown] == [sanitize.small_sizes(task)]
-        (held,) = [one for one in launches if one["sizes"] not in checks + long]
+        assert sum(_long(task, one["sizes"]) for one in launches) == len(task.bench)
+        (held,) = [
+            one for one in launches if one["sizes"] not in checks and not _long(task, one["sizes"])
+        ]
         assert held["sizes"] != dict(task.bench)
         for one in launches:
             assert one["seed"] != 1 and 0 <= one["seed"] < 1 << 31
@@ -168,9 +181,6 @@ def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
     assert len(set(seeds)) == len(seeds)
     assert len({tuple(launches[0]["sizes"].items()) for launches in draws}) > 1  # either first
     assert len({tuple(sorted(d[0]["sizes"].items() | d[1]["sizes"].items())) for d in draws}) > 1
-    assert {tuple(s.items()) for d in draws for s in [o["sizes"] for o in d]} >= {
-        tuple(s.items()) for s in long
-    }
 
 
 def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
@@ -181,9 +191,7 @@ def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
         for _ in range(30):
             held = [one["sizes"] for one in sanitize.watched(task)]
             held.remove(sanitize.small_sizes(task))
-            for sizes in sanitize.long_sizes(task):
-                held.remove(sizes)
-            (sizes,) = held
+            (sizes,) = [s for s in held if not _long(task, s)]
             assert sizes not in [dict(c) for c in task.checks] + [dict(task.bench)]
             for k, v in sizes.items():
                 smallest = min(c[k] for c in task.checks)
@@ -194,11 +202,17 @@ def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
 def test_each_size_is_also_watched_long() -> None:
     """Small sizes alone let a kernel keep a racy path for rows past 1,536 that no watched
     launch reached (memory/softmax_warp_race_only_past_the_sanitizer_sizes): each size is also
-    watched as large as the bench allows within WATCHED_BYTES, the others at their smallest."""
+    watched long, the others at their smallest; long is drawn afresh in the top quarter below
+    the most the bench allows within WATCHED_BYTES, since at that most itself, every run, a
+    kernel kept its race everywhere but there (memory/softmax_warp_race_except_at_the_...)."""
     from kernelwright.tools.plan import _nbytes
 
     softmax = load_task(EXAMPLES / "softmax")
-    assert sanitize.long_sizes(softmax) == [{"M": 4096, "N": 33}, {"M": 5, "N": 4096}]
+    drawn = [sanitize.long_sizes(softmax, random.Random(s)) for s in range(40)]
+    for rows, cols in drawn:
+        assert cols["M"] == 5 and 3072 <= cols["N"] <= 4096  # past the 1,536 of that case
+        assert rows["N"] == 33 and 3072 <= rows["M"] <= 4096
+    assert len({d[1]["N"] for d in drawn}) > 20 and sum(d[1]["N"] == 4096 for d in drawn) < 4
     for name in ("softmax", "matmul", "gelu", "transpose", "rowsum", "stencil"):
         task = load_task(EXAMPLES / name)
         long = sanitize.long_sizes(task)
