@@ -330,16 +330,20 @@ def _pair_of_batches(
         phase = f"timing the {who}"
         # Before either side's batch, the reference's worker looks at the GPU, the candidate's
         # paused: the candidate's worker is sent nothing off the walls (a probe of its own was
-        # a window no wall counted, in which its process could do any work it liked).
-        with _paused(cand):
-            looked = f"the reference's look at the GPU before the {who}'s batch"
-            probed = _probe(ref, budget.round_timeout_s, looked, "reference")
-        (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(
-            _us(probed.get("quiet_us"))
-        )
-        if side == "ref":
-            out.ref_settled_us.append(_us(probed.get("settled_us")))
+        # a window no wall counted, in which its process could do any work it liked). Before
+        # the reference's batch, inside the very pause its rounds run in: let go between the
+        # look and the rounds, the candidate could queue GPU work to run beside them.
+        looked = f"the reference's look at the GPU before the {who}'s batch"
+        if side == "cand":
+            with _paused(cand):
+                probed = _probe(ref, budget.round_timeout_s, looked, "reference")
         with _paused(cand if side == "ref" else ref):  # each timed alone
+            if side == "ref":
+                probed = _probe(ref, budget.round_timeout_s, looked, "reference")
+                out.ref_settled_us.append(_us(probed.get("settled_us")))
+            (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(
+                _us(probed.get("quiet_us"))
+            )
             walls[side] = []
             for group in chunk:
                 wall, replies = _round(box, group, budget.round_timeout_s, phase, who)

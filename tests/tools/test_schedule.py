@@ -105,6 +105,28 @@ def test_quiet_rounds_stop_early_noisy_ones_run_to_the_budget() -> None:
     assert len(noisy.ref) == 160
 
 
+def test_the_candidate_stays_paused_from_the_references_look_to_its_last_round() -> None:
+    """Let go between the reference's look at the GPU and its rounds, a candidate's thread could
+    queue GPU work to run beside the reference's batch, after the look had found the GPU quiet.
+    From the look before the reference's batch to its last round, the candidate stays paused."""
+    log: list[str] = []
+
+    class Looking(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "probe":
+                self.log.append("ref looks")
+            return super().receive(*args, **kwargs)
+
+    _run(Looking("ref", log, 1.0), FakeWorker("cand", log, 0.5), min_rounds=16)
+    looks = [i for i, e in enumerate(log) if e == "ref looks"]
+    batches = [i for i, e in enumerate(log) if e == "ref rounds"]
+    assert batches and len(looks) == 2 * len(batches)
+    for at in batches:
+        look = max(i for i in looks if i < at)
+        assert "cand resumed" not in log[look:at]
+        assert log[look - 1] == "cand paused"
+
+
 def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
     """A settled ratio stops quiet rounds at the first even number of pairs past the minimum,
     unless the timed outputs so far do not decide their own test (judge.TimedCalls): then the
