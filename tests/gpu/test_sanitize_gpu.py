@@ -45,8 +45,14 @@ def test_an_honest_kernel_passes_at_both_sizes() -> None:
     task = load_task(EXAMPLES / "gelu")
     found = sanitize.sanitize(task, reference_candidate(task))
     assert found.available and found.finished and found.ok, found.reason
-    assert len(found.launch_sizes) == 2 and found.sizes == found.launch_sizes[0]
-    assert sanitize.small_sizes(task) in found.launch_sizes
+    # the check size the trials show, a held-out size near the check sizes, and the size long
+    # (sanitize.long_sizes: within the watched bytes, x and y in float32), in a random order
+    small = sanitize.small_sizes(task)
+    assert len(found.launch_sizes) == 3 and found.sizes == found.launch_sizes[0]
+    assert small in found.launch_sizes
+    held, long = sorted((s for s in found.launch_sizes if s != small), key=lambda s: s["N"])
+    assert held not in task.checks and held["N"] <= 1.5 * max(c["N"] for c in task.checks)
+    assert small["N"] < long["N"] and long["N"] * 8 <= sanitize.WATCHED_BYTES
 
 
 def test_a_kernel_that_misbehaves_only_where_a_trial_places_its_arrays_is_seen(
@@ -84,11 +90,24 @@ def test_a_read_just_past_an_array_is_seen(tmp_path: Path) -> None:
 
 
 def test_a_kernel_the_sanitizer_does_not_get_through_is_no_pass(tmp_path: Path) -> None:
+    # a spin with no clock in it (a kernel that reads a clock is turned away before it runs:
+    # the next test)
     task, cand = gelu_with(
         tmp_path,
-        "    long long t0 = clock64();\n"
-        "    while (clock64() - t0 < 40000000000LL) { }  // some 20 s\n",
+        "    for (volatile long long k = 0; k < 4000000000000LL; k = k + 1) { }\n",
     )
     found = sanitize.sanitize(task, cand, timeout_s=8, tools=("memcheck",))
     assert found.available and not found.ok and not found.finished, found.reason
     assert "did not finish on this candidate" in found.reason
+
+
+def test_a_kernel_that_reads_the_clock_is_no_pass_before_it_runs(tmp_path: Path) -> None:
+    """A kernel that can time itself can tell the sanitizer's slowness: no pass, said why."""
+    task, cand = gelu_with(
+        tmp_path,
+        "    long long t0 = clock64();\n"
+        "    if (clock64() - t0 > 100000LL && i == 0) { y[0] = 0.0f; }\n",
+    )
+    found = sanitize.sanitize(task, cand, timeout_s=60, tools=("memcheck",))
+    assert found.available and not found.ok, found.reason
+    assert "reads the GPU's clock (%clock64)" in found.reason
