@@ -45,6 +45,12 @@ from .timing import ratio_settled
 
 ROUND_KEYS = ("ms", "host_ms")
 OVERRUN = 4.0  # rounds stop after any pair of batches once this many budgets are spent
+# While the timed outputs so far do not decide their own test (Budget.outputs_settled), the
+# rounds go on past their seconds, to this many budgets: a matmul on TF32 tensor cores in its
+# timed calls alone (mean z^2 about 1.75 against a limit that falls toward 1.05 as calls add
+# up) passed one check of three on an H200, its rounds stopped by the 0.6 s at 160 signed sums
+# (limit 1.72); at twice that, some 400 (limit 1.47).
+UNDECIDED_BUDGETS = 2.0
 # Several processes a side: the rounds stop after this many cycles at the least (each pair's
 # stints, twice over): the medians that a forger lying in a minority of its batches cannot
 # move need batches enough in every pair. After one cycle (eight a side a pair) a forger
@@ -297,19 +303,20 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
                 if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
                     return
         n, cycles = len(out.ref), (stint + 1) // cycle
-        if (stint + 1) % cycle or (several and cycles < MIN_CYCLES):
+        if (stint + 1) % cycle or (several and cycles < MIN_CYCLES) or n < budget.min_rounds:
             continue
+        if n >= budget.max_rounds:
+            return
+        # the seconds stop the rounds only once the outputs decide their own test; undecided,
+        # they go on to UNDECIDED_BUDGETS of them (an honest candidate's mean z^2 stays under 1
+        # and costs no round more)
+        decided = budget.outputs_settled is None or budget.outputs_settled(out.ref, out.cand)
+        seconds = budget.seconds * (1.0 if decided else UNDECIDED_BUDGETS)
         # several pairs: a cycle that would end past the budget at this pace is not begun
-        late = several and budget.seconds > 0 and spent * (cycles + 1) / cycles > budget.seconds
-        if n >= budget.min_rounds and (
-            n >= budget.max_rounds
-            or spent >= budget.seconds
-            or late
-            or (
-                ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision)
-                and (budget.outputs_settled is None or budget.outputs_settled(out.ref, out.cand))
-            )
-        ):
+        late = several and seconds > 0 and spent * (cycles + 1) / cycles > seconds
+        if spent >= seconds or late:
+            return
+        if decided and ratio_settled(out.round_ms("ref"), out.round_ms("cand"), budget.precision):
             return
 
 
@@ -329,10 +336,16 @@ def _pair_of_batches(
         box, who = (ref, "reference") if side == "ref" else (cand, "candidate")
         phase = f"timing the {who}"
         # Before either side's batch, the reference's worker looks at the GPU, the candidate's
-        # paused: the candidate's worker is sent nothing off the walls (a probe of its own was
-        # a window no wall counted, in which its process could do any work it liked). Before
-        # the reference's batch, inside the very pause its rounds run in: let go between the
-        # look and the rounds, the candidate could queue GPU work to run beside them.
+        # paused (what it reads is trusted). Before the reference's batch, inside the very
+        # pause its rounds run in: let go between the look and the rounds, the candidate could
+        # queue GPU work to run beside them. The look also wakes the reference's worker for
+        # its rounds; the candidate's is woken alike, by a look of its own inside the pause
+        # its rounds run in (its reading not believed): woken by its first timed call instead,
+        # after the reference's batch, that call's wall carried about 1 ms more than the
+        # reference's (an H200: the problem's own Model read 0.91x to 0.97x against itself,
+        # an honest 1.2x kernel 0.96x). Off the walls, that look is a window no clock counts;
+        # the candidate cannot use it on its batch's calls, whose seeds it has not yet been
+        # sent, and work that needs no inputs it may do once, at build time, anyway.
         looked = f"the reference's look at the GPU before the {who}'s batch"
         if side == "cand":
             with _paused(cand):
@@ -341,6 +354,8 @@ def _pair_of_batches(
             if side == "ref":
                 probed = _probe(ref, budget.round_timeout_s, looked, "reference")
                 out.ref_settled_us.append(_us(probed.get("settled_us")))
+            else:
+                _probe(cand, budget.round_timeout_s, "waking the candidate's worker", who)
             (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(
                 _us(probed.get("quiet_us"))
             )

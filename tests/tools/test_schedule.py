@@ -76,9 +76,9 @@ def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
     out = _run(ref, cand, min_rounds=32, batch=8, seconds=0.0)
     turns = [e.split()[0] for e in log if e.endswith("rounds")]
     assert turns == ["ref", "cand", "cand", "ref"] * 2  # R C C R, R C C R
-    # the reference's worker looks at the GPU before every batch, the candidate's never: a
-    # message off the walls is a window no clock counts
-    assert ref.probes == 8 and cand.probes == 0
+    # the reference's worker looks at the GPU before every batch; the candidate's is woken
+    # alike before its own, by a look inside the pause its rounds run in
+    assert ref.probes == 8 and cand.probes == 4
     for i, entry in enumerate(log):  # every batch inside a pause of the other worker: alike
         if entry.endswith(" rounds"):
             other = "cand" if entry == "ref rounds" else "ref"
@@ -127,6 +127,46 @@ def test_the_candidate_stays_paused_from_the_references_look_to_its_last_round()
         assert log[look - 1] == "cand paused"
 
 
+def test_the_candidate_is_woken_as_the_reference_is_inside_the_pause_of_its_batch() -> None:
+    """The reference's look wakes its worker for its rounds; woken by its first timed call
+    instead, the candidate's worker carried about 1 ms more in that call's wall (an H200: the
+    problem's own Model read 0.91x against itself). Its own look comes after the reference's,
+    the reference paused, and nothing the candidate says there is kept."""
+    log: list[str] = []
+
+    class Waking(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "probe":
+                self.log.append(f"{self.name} looks")
+                if self.name == "cand":  # what it says of the GPU is not believed
+                    self.probes += 1
+                    self.in_batch = False
+                    return {"type": "probed", "quiet_us": 1e9, "settled_us": 1e9}, []
+            return super().receive(*args, **kwargs)
+
+    out = _run(Waking("ref", log, 1.0), Waking("cand", log, 0.5), min_rounds=16)
+    batches = [i for i, e in enumerate(log) if e == "cand rounds"]
+    assert batches
+    for at in batches:
+        woken = max(i for i, e in enumerate(log[:at]) if e == "cand looks")
+        looked = max(i for i, e in enumerate(log[:woken]) if e == "ref looks")
+        paused = max(i for i, e in enumerate(log[:woken]) if e == "ref paused")
+        assert looked < paused < woken and "ref resumed" not in log[paused:at]
+        assert not [e for e in log[woken + 1 : at] if e.startswith("cand")]
+    assert max(out.cand_quiet_us + out.ref_settled_us) == 10.0
+
+
+def test_a_candidate_that_does_not_wake_is_a_broken_worker() -> None:
+    class Sleeper(FakeWorker):
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "probe":
+                return {"type": "round", "result": {"ms": 0.5, "host_ms": 1.0}}, []
+            return super().receive(*args, **kwargs)
+
+    with pytest.raises(WorkerFailure, match="candidate worker did not probe"):
+        _run(FakeWorker("ref", [], 1.0), Sleeper("cand", [], 0.5))
+
+
 def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
     """A settled ratio stops quiet rounds at the first even number of pairs past the minimum,
     unless the timed outputs so far do not decide their own test (judge.TimedCalls): then the
@@ -153,6 +193,33 @@ def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
         outputs_settled=after(10**9),
     )  # fmt: skip
     assert len(capped.ref) == 48  # never past the budget
+
+
+def test_undecided_outputs_carry_the_rounds_past_their_seconds_to_twice_them() -> None:
+    """The seconds stopped a TF32 matmul's rounds before its drift was decided (it passed one
+    check of three): undecided, the rounds go on to UNDECIDED_BUDGETS of the seconds, and a
+    decided or honest check still stops at its seconds."""
+    import time
+
+    class Slow(FakeWorker):  # a round takes about 2 ms a side
+        def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
+            if self.pending["cmd"] == "round":
+                time.sleep(0.002)
+            return super().receive(*args, **kwargs)
+
+    def run(settled: bool) -> tuple[int, float]:
+        t0 = time.perf_counter()
+        out = _run(
+            Slow("ref", [], 1.0, 0.3), Slow("cand", [], 0.5, 0.3), min_rounds=8, batch=8,
+            seconds=0.3, max_rounds=10**6, outputs_settled=lambda ref, cand: settled,
+        )  # fmt: skip
+        return len(out.ref), time.perf_counter() - t0
+
+    decided, t_decided = run(True)
+    undecided, t_undecided = run(False)
+    assert 0.3 <= t_decided < 0.55  # noisy ratios: the seconds stop them
+    # twice the seconds (a stint of 64 rounds late at most), short of OVERRUN's four
+    assert 0.6 <= t_undecided < 1.0 and undecided > 1.5 * decided
 
 
 @pytest.mark.parametrize(
@@ -256,8 +323,9 @@ def test_kernelbench_rounds_a_call_a_message_sized_by_the_reference() -> None:
     assert len({seen[0] for seen in ref.rounds_seen}) == 32  # an input set per call
     calls = [h for h in sent if h["cmd"] == "round"]
     assert len(calls) == 64 and all(len(h["round"]) == 3 for h in calls)
-    # before each batch (two a side), a probe of the reference's, and none of the candidate's
-    assert sum(h["cmd"] == "probe" for h in sent) == 4 and cand.probes == 0
+    # before each batch (two a side), a probe of the reference's; before the candidate's, its
+    # own (the reference paused)
+    assert sum(h["cmd"] == "probe" for h in sent) == 6 and cand.probes == 2
     assert len(out.walls) == 4 and all(w[4] == 8 for w in out.walls)
 
     class Silent(FakeWorker):
