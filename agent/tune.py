@@ -255,16 +255,39 @@ def sidecar(candidate: CudaCandidate) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_tuned(candidate: CudaCandidate, name: str, where: Path | None = None) -> Path:
+def write_tuned(
+    candidate: CudaCandidate, name: str, where: Path | None = None
+) -> tuple[Path, Path | None]:
     """The tuned kernel as NAME.tuned.cu with its NAME.tuned.toml, beside the kernel it came
-    from (or in `where`); the path of the .cu."""
+    from (or in `where`): the path of the .cu, and where an earlier, different NAME.tuned.cu
+    (an earlier tune's, or one the user edited) was kept, as NAME.tuned.N.cu with its .toml
+    (None where there was none, or it was the same): nothing a user had is lost."""
     origin = Path(candidate.path)
     folder = where or origin.parent
     stem = origin.stem if origin.suffix == ".cu" else name
     cu = folder / f"{stem}.tuned.cu"
+    toml, text = cu.with_suffix(".toml"), sidecar(candidate)
+    kept = None
+    if cu.exists() or toml.exists():
+        same = (
+            cu.exists() and toml.exists()
+            and cu.read_text(errors="replace") == candidate.source
+            and toml.read_text(errors="replace") == text
+        )  # fmt: skip
+        if not same:
+            n = 1
+            while (folder / f"{stem}.tuned.{n}.cu").exists() or (
+                folder / f"{stem}.tuned.{n}.toml"
+            ).exists():
+                n += 1
+            kept = folder / f"{stem}.tuned.{n}.cu"
+            if cu.exists():
+                cu.replace(kept)
+            if toml.exists():
+                toml.replace(kept.with_suffix(".toml"))
     cu.write_text(candidate.source)
-    cu.with_suffix(".toml").write_text(sidecar(candidate))
-    return cu
+    toml.write_text(text)
+    return cu, kept
 
 
 def remembered_tune(

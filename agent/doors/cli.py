@@ -327,8 +327,10 @@ def tune(
             )
         finally:
             machine.close()
-    written = write_tuned(found.best, loaded.name) if found.improved else None
+    written, kept = write_tuned(found.best, loaded.name) if found.improved else (None, None)
     data = found.as_json(written)
+    if kept is not None:
+        data["earlier_kept"] = str(kept)
     if as_json:
         print(json.dumps({"task": loaded.name, **data}, indent=2))
         return
@@ -339,6 +341,8 @@ def tune(
         out.print(Text(str(data["numerics"])), soft_wrap=True)
     if written is not None:
         out.print(Text(f"written: {written} (+ .toml)"), soft_wrap=True)
+    if written is not None and kept is not None:
+        out.print(Text(f"the earlier {written.name} (+ .toml) kept as {kept}"), soft_wrap=True)
 
 
 def _print_report(report: object) -> None:

@@ -227,14 +227,24 @@ def test_the_search_keeps_only_a_clear_gain_and_writes_it(
     assert kept and all(b >= a * 1.02 for a, b in zip([1.0, *kept], kept, strict=False))
     # a register cap that builds what the kernel already builds is never checked
     assert any("same code as" in why for _, why in found.dropped)
-    written = write_tuned(found.best, task.name, tmp_path)
-    assert written.name == "tiled.tuned.cu" and written.read_text() == TILED
+    written, kept = write_tuned(found.best, task.name, tmp_path)
+    assert written.name == "tiled.tuned.cu" and written.read_text() == TILED and kept is None
     again = load_candidate(task, written)  # the sidecar reads back as the same candidate
     assert isinstance(again, CudaCandidate)
     assert (again.options, again.launch) == (found.best.options, found.best.launch)
     assert "[compile]" in sidecar(found.best) and "[launch]" in sidecar(found.best)
     data = found.as_json(written)
     assert data["best"] == "block 128, TILE=8" and data["improved"] and data["tried"]
+    # the same again rewrites it; a different one keeps the earlier beside it, never lost
+    assert write_tuned(found.best, task.name, tmp_path) == (written, None)
+    edited = TILED.replace("TILE", "TILE ", 1)
+    written.write_text(edited)
+    again_written, kept = write_tuned(found.best, task.name, tmp_path)
+    assert again_written == written and written.read_text() == TILED
+    assert kept == tmp_path / "tiled.tuned.1.cu" and kept.read_text() == edited
+    assert kept.with_suffix(".toml").read_text() == sidecar(found.best)
+    written.write_text(edited + "// twice\n")
+    assert write_tuned(found.best, task.name, tmp_path)[1] == tmp_path / "tiled.tuned.2.cu"
 
 
 def test_a_kernel_written_for_one_block_drops_the_others_as_wrong(
@@ -423,7 +433,7 @@ def test_launch_bounds_follow_each_configurations_block(gelu: Any, tmp_path: Pat
     again = space.space(task, tuned)
     assert again.config(again.origin).apply(tuned) == tuned
     assert "max_threads_per_block = 256\nmin_blocks_per_sm = 4\n" in sidecar(tuned)
-    back = load_candidate(task, write_tuned(tuned, task.name, tmp_path))  # as written, read
+    back = load_candidate(task, write_tuned(tuned, task.name, tmp_path)[0])  # as written, read
     assert isinstance(back, CudaCandidate) and back.options == bounds(256, 4)
     own = cand.model_copy(update={"options": CompileOptions(max_threads_per_block=512)})
     assert "launch_bounds" not in [d.name for d in space.space(task, own).dims]
