@@ -160,7 +160,6 @@ def kernel_miss(task: Any, runner: Any, ins: dict[str, Any], truth: list[Any], s
     a candidate's timed outputs are held to that kernel's, within one tolerance plus this
     (judge.honest_times). Inputs the kernel writes are copied first; outputs poisoned as a
     trial's are."""
-    import cupy
 
     from .correctness import tolerance
 
@@ -177,14 +176,33 @@ def kernel_miss(task: Any, runner: Any, ins: dict[str, Any], truth: list[Any], s
         if got.dtype.kind != "f":
             continue
         atol, rtol = tolerance(a.dtype, task.atol, task.rtol)
-        t = want.astype(cupy.float64).ravel()
-        g = got.astype(cupy.float64).ravel()
-        finite = cupy.isfinite(t)
-        err = cupy.abs(g - t)[finite] / (atol + rtol * cupy.abs(t[finite]))
-        worst = float(err.max()) if err.size else 0.0
-        missed[a.name] = worst if worst == worst else float("inf")  # NaN: unknown
+        missed[a.name] = worst_miss(got, want, atol, rtol)
     del arrays
     return missed
+
+
+MISS_CHUNK = 1 << 22  # elements at a time: five float64 temporaries of 32 MiB each at most
+
+
+def worst_miss(got: Any, want: Any, atol: float, rtol: float, chunk: int = MISS_CHUNK) -> float:
+    """The worst element's miss of `want` (where it is finite), in tolerances, a chunk at a
+    time (CuPy or NumPy arrays): float64 copies of a whole large output were five times its
+    elements in eight bytes each. NaN where `want` is finite: inf (unknown)."""
+    import cupy
+
+    xp = cupy.get_array_module(got)
+    g_all, t_all = got.ravel(), want.ravel()
+    worst = 0.0
+    for i in range(0, t_all.size, chunk):
+        t = t_all[i : i + chunk].astype(xp.float64)
+        g = g_all[i : i + chunk].astype(xp.float64)
+        finite = xp.isfinite(t)
+        err = xp.abs(g - t)[finite] / (atol + rtol * xp.abs(t[finite]))
+        here = float(err.max()) if err.size else 0.0
+        if here != here:  # NaN: unknown
+            return float("inf")
+        worst = max(worst, here)
+    return worst
 
 
 def copies(task: Any, calls: int = 12, budget_s: float = 2.0) -> list[float]:
