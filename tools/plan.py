@@ -112,15 +112,18 @@ def spread(
     return targets
 
 
-def _near(target: float, step: int, hi: int, rng: random.Random, flavor: str) -> int:
+def _near(
+    target: float, step: int, hi: int, rng: random.Random, flavor: str, residue: int | None = None
+) -> int:
     """A size within a factor NEAR of `target`, a multiple of `step`, at most `hi`: round (a
     multiple of 2**j, j drawn from 2 up to the largest with a multiple in reach: a power of two
-    where one is) or awkward (`awkward`); the nearest multiple of `step` where none is in reach."""
+    where one is) or awkward (`awkward`, its multiple of `step` at `residue` mod 32 where one is
+    in reach); the nearest multiple of `step` where none is in reach."""
     low, high = max(step, math.ceil(target / NEAR)), min(hi, math.floor(target * NEAR))
     if -(-low // step) * step > high:
         return max(step, min(round(target / step), hi // step) * step)
     if flavor == "awkward":
-        return awkward(round(target), step, rng, low, high)
+        return awkward(round(target), step, rng, low, high, residue)
     units = [math.lcm(step, 1 << j) for j in range(64)]
     reach = [u for u in units if -(-low // u) * u <= high]  # j = 0 up: step's multiples first
     unit = rng.choice(reach[2:] or reach[-1:])
@@ -134,18 +137,26 @@ def held_out_sizes(
     rng: random.Random,
     target: dict[str, float] | None = None,
     flavor: str | None = None,
+    residues: dict[str, int | None] | None = None,
 ) -> dict[str, int]:
     """A size never shown to the model near `target` (by default drawn log-uniformly between the
     smallest check size and the bench size: every scale between may be tried), every size of it
-    round or awkward (`flavor`, else a coin), within the bench size and the task's multiple_of."""
+    round or awkward (`flavor`, else a coin; or each size's own, `residues`: its multiple of its
+    step at that residue mod 32, None for round), within the bench size and the task's
+    multiple_of."""
     shown = [dict(c) for c in task.checks] + [dict(task.bench)]
     aim = target or spread(task, rng, 1)[0]
     for attempt in range(24):
         kind = flavor if flavor and attempt < 8 else rng.choice(FLAVORS)
+        given = residues if residues is not None and attempt < 8 else None
         sizes = {
-            name: _near(t, task.multiple_of.get(name, 1), task.bench[name], rng, kind)
+            name: _near(
+                t, task.multiple_of.get(name, 1), task.bench[name], rng,
+                kind if given is None else ("round" if given.get(name) is None else "awkward"),
+                None if given is None else given.get(name),
+            )
             for name, t in aim.items()
-        }
+        }  # fmt: skip
         if sizes not in shown and _fits(task, sizes):
             return sizes
         if attempt >= 16:  # that target is taken (a tiny span): anywhere in the span
@@ -163,7 +174,9 @@ def awkward(
     residue: int | None = None,
 ) -> int:
     """A size near `value` within [lo, hi], a multiple of `step`, that is a multiple of nothing
-    a kernel likes: an odd multiple of `step`, one off a multiple of 32 where `step` allows."""
+    a kernel likes: an odd multiple of `step`, one off a multiple of 32 where `step` allows; or,
+    given a `residue`, a multiple of `step` that many multiples past one of 32 steps where one
+    is in reach (an even one too: 2 mod 4 is what float4 and half2 tails get wrong)."""
     k = max(1, value // step)
     candidates = []
     for delta in range(-40, 41):
@@ -171,7 +184,8 @@ def awkward(
         if v < max(1, lo) or (hi is not None and v > hi):
             continue
         score = (v // step) % 2 + (v % 32 in (1, 31)) + (v % 16 != 0) + (v % 4 != 0)
-        score += 4 * (residue is not None and v % 32 == residue)
+        if residue is not None:  # that residue where in reach, else its class mod 4
+            score += 8 * ((v // step) % 32 == residue) + 5 * ((v // step) % 4 == residue % 4)
         candidates.append((score, -abs(delta), v))
     if not candidates:
         return max(lo, step)
@@ -270,8 +284,71 @@ def _runs(task: CudaTask, sizes: dict[str, int]) -> int:
 
 def _kernel_after(kernel: CudaTask, rng: random.Random) -> list[Trial]:
     """A kernel: a fresh held-out size (never the bench size), drawn log-uniformly anywhere
-    between its smallest check size and its bench size, round or awkward by a coin."""
-    return [Trial(held_out_sizes(kernel, rng), _seed(), poisons(rng, 1), held_out=True)]
+    between its smallest check size and its bench size, each size of it at a residue mod 32
+    drawn uniformly (round where it falls on a multiple of 4): every class a kernel's tail may
+    take, one check or another."""
+    residues = {name: _any_residue(rng) for name in kernel.bench}
+    sizes = held_out_sizes(kernel, rng, residues=residues)
+    return [Trial(sizes, _seed(), poisons(rng, 1), held_out=True)]
+
+
+def _any_residue(rng: random.Random) -> int | None:
+    r = rng.randrange(32)
+    return None if r % 4 == 0 else r
+
+
+def _even_residues(
+    task: CudaTask, rng: random.Random, targets: list[dict[str, float]]
+) -> list[dict[str, int | None]]:
+    """For the held-out sizes before the large ones (near `targets`), each size's residue mod
+    32 (of its multiples of its step; None: round): the first two one round and one 2 mod 4, in
+    an order drawn for each size, the 2 mod 4 one where a size near its target can be (not a
+    target of 4). The large sizes are odd (1 and 31 mod 32), so every class mod 4 is tried in
+    every check: round and odd sizes alone never tried one 2 mod 4, and a float4 tail wrong
+    only there read correct in every check (input/gelu_wrong_when_n_is_2_mod_4)."""
+    n = len(targets)
+    out: list[dict[str, int | None]] = [{} for _ in range(n)]
+    for name in task.bench:
+        step = task.multiple_of.get(name, 1)
+        classes: list[int | None] = [None, 2 + 4 * rng.randrange(8)]
+        rng.shuffle(classes)
+        classes += [_any_residue(rng) for _ in range(max(0, n - 2))]
+        if n >= 2:  # each class where a size near its target can have it (not near 4)
+
+            def fits(order: list[int | None], name: str = name, step: int = step) -> float:
+                """Classes in reach, 2 mod 4 first (check sizes are often multiples of 4)."""
+                return sum(
+                    _reaches(targets[i][name], step, task.bench[name], 0 if c is None else 2)
+                    * (1.0 if c is None else 1.5)
+                    for i, c in enumerate(order[:2])
+                )
+
+            if fits(classes[1::-1]) > fits(classes):
+                classes[0], classes[1] = classes[1], classes[0]
+        for i in range(n):
+            out[i][name] = classes[i]
+    return out
+
+
+def _missing_classes(task: CudaTask, tried: list[dict[str, int]]) -> dict[str, list[int]]:
+    """Each size's classes mod 4 (of its multiples of its step) that no size in `tried` has,
+    where its span has room for them (a bench of at least 64 multiples)."""
+    out = {}
+    for name, bench in task.bench.items():
+        step = task.multiple_of.get(name, 1)
+        if bench // step >= 64:
+            seen = {s[name] // step % 4 for s in tried if name in s}
+            if gone := [c for c in range(4) if c not in seen]:
+                out[name] = gone
+    return out
+
+
+def _reaches(target: float, step: int, hi: int, cls: int) -> bool:
+    """Whether a multiple of `step`, `cls` mod 4 multiples, lies within NEAR of `target`."""
+    low, high = max(step, math.ceil(target / NEAR)), min(hi, math.floor(target * NEAR))
+    k = -(-low // step)
+    k += (cls - k) % 4
+    return k * step <= high
 
 
 DEVICE_BYTES = 16 << 20  # outputs at least this large are compared where they are, on the GPU
@@ -318,14 +395,29 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
     bench: dict[str, int] = dict(task.bench)
     trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
     *held, top = spread(task, rng, SPREAD, crossed=True)
-    first = rng.randrange(len(FLAVORS))
-    for i, target in enumerate(held):
-        sizes = held_out_sizes(task, rng, target, FLAVORS[(first + i) % len(FLAVORS)])
+    for target, residues in zip(held, _even_residues(task, rng, held), strict=True):
+        sizes = held_out_sizes(task, rng, target, residues=residues)
         trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
     for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
         large = large_sizes(task, rng, above, top)
         if large is not None:
             trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
+    for _ in range(2):  # a class mod 4 no trial has tried yet (a tiny target): one more trial
+        missing = _missing_classes(task, [t.sizes for t in trials])
+        if not missing:
+            break
+        aim = spread(task, rng, 1)[0]
+        residues: dict[str, int | None] = {}
+        for name in task.bench:
+            step = task.multiple_of.get(name, 1)
+            if name in missing:  # near a size with every class in reach
+                aim[name] = min(max(aim[name], 32.0 * step), float(task.bench[name]))
+                cls = missing[name][0]
+                residues[name] = None if cls == 0 else cls + 4 * rng.randrange(8)
+            else:
+                residues[name] = _any_residue(rng)
+        sizes = held_out_sizes(task, rng, aim, residues=residues)
+        trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
     wider = [a for a in task.args if a.check]
     for i in range(max((len(a.check) for a in wider), default=0)):
         inits = {a.name: a.check[i % len(a.check)] for a in wider}
