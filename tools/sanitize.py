@@ -106,7 +106,8 @@ def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
     shown, drawn afresh (a second launch costs little): each size a check size's plus up to a
     half, within the task's multiple_of and the bench size, as the trials' held-out sizes were
     drawn (now one of the many between the check and bench sizes the trials may draw), small
-    enough for the sanitizer's slowdown; and each size of its long (long_sizes)."""
+    enough for the sanitizer's slowdown; each size of its long (long_sizes); and every size
+    long at once (joint_sizes)."""
     shown = small_sizes(task)
     checks = [dict(c) for c in task.checks] + [dict(task.bench)]
     for _ in range(8):
@@ -117,8 +118,47 @@ def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
             value = -(-(base + rng.randint(1, max(1, base // 2))) // step) * step
             held[name] = min(value, max(bench, base))
         if held not in checks:
-            return [shown, held, *long_sizes(task, rng)]
-    return [shown, *long_sizes(task, rng)]
+            return [shown, held, *long_sizes(task, rng), *joint_sizes(task, rng)]
+    return [shown, *long_sizes(task, rng), *joint_sizes(task, rng)]
+
+
+def joint_sizes(task: Any, rng: random.Random | None = None) -> list[dict[str, int]]:
+    """A task of several sizes: one launch with every size long at once, each past what the
+    held-out launch may draw (half again its largest check size) toward its bench size, alike
+    on a log scale, as far as WATCHED_BYTES allows (drawn from the top quarter of that way):
+    each size long on its own, the others smallest, never had two long together, and a race
+    kept where M > 193 and N > 1,500 together was never watched (memory/softmax_warp_race_
+    where_both_sizes_are_long). None for a task of one size, or where none fits."""
+    import math
+
+    from .plan import _nbytes, _valid
+
+    if len(task.bench) < 2:
+        return []
+    rng = rng or random.Random(secrets.randbits(64))
+    steps = {n: task.multiple_of.get(n, 1) for n in task.bench}
+    low = {
+        n: min(bench, -(-(max(c[n] for c in task.checks) * 3 // 2 + 1) // steps[n]) * steps[n])
+        for n, bench in task.bench.items()
+    }
+
+    def at(t: float) -> dict[str, int]:
+        return {
+            n: max(low[n], int(low[n] * (bench / low[n]) ** t) // steps[n] * steps[n])
+            for n, bench in task.bench.items()
+        }
+
+    if _nbytes(task, at(0.0)) > WATCHED_BYTES:
+        return []
+    lo, hi = 0.0, 1.0
+    for _ in range(40):  # the furthest that fits
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _nbytes(task, at(mid)) <= WATCHED_BYTES else (lo, mid)
+    for _ in range(8):
+        sizes = at(lo * rng.uniform(0.75, 1.0))
+        if _valid(task, sizes) and sizes != dict(task.bench) and not math.isnan(lo):
+            return [sizes]
+    return []
 
 
 # A watched launch's arrays at most: under compute-sanitizer a kernel runs 10 to 100 times slower.

@@ -157,6 +157,12 @@ def _long(task: Any, sizes: dict[str, int]) -> bool:
     return len(grown) == 1 and sizes[grown[0]] > top[grown[0]]
 
 
+def _joint(task: Any, sizes: dict[str, int]) -> bool:
+    """sanitize.joint_sizes's: every size past any held-out draw at once."""
+    top = {k: max(c[k] for c in task.checks) * 3 // 2 + 64 for k in task.bench}
+    return all(sizes[k] > top[k] for k in task.bench)
+
+
 def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
     """The sanitizer watched one launch that never changed (seed 1, outputs of zeros, the
     largest check size): a kernel that recognised it was clean there and racy elsewhere
@@ -164,13 +170,18 @@ def test_the_watched_launches_are_drawn_afresh_as_a_trials_are() -> None:
     task = load_task(EXAMPLES / "softmax")
     draws = [sanitize.watched(task) for _ in range(20)]
     for launches in draws:
-        assert len(launches) == 2 + len(task.bench) == 4
+        assert len(launches) == 3 + len(task.bench) == 5
         checks = [dict(c) for c in task.checks]
         shown = [one for one in launches if one["sizes"] in checks]
         assert [one["sizes"] for one in shown] == [sanitize.small_sizes(task)]
         assert sum(_long(task, one["sizes"]) for one in launches) == len(task.bench)
+        assert sum(_joint(task, one["sizes"]) for one in launches) == 1
         (held,) = [
-            one for one in launches if one["sizes"] not in checks and not _long(task, one["sizes"])
+            one
+            for one in launches
+            if one["sizes"] not in checks
+            and not _long(task, one["sizes"])
+            and not _joint(task, one["sizes"])
         ]
         assert held["sizes"] != dict(task.bench)
         for one in launches:
@@ -191,7 +202,7 @@ def test_the_held_out_size_is_small_and_within_the_tasks_rules() -> None:
         for _ in range(30):
             held = [one["sizes"] for one in sanitize.watched(task)]
             held.remove(sanitize.small_sizes(task))
-            (sizes,) = [s for s in held if not _long(task, s)]
+            (sizes,) = [s for s in held if not _long(task, s) and not _joint(task, s)]
             assert sizes not in [dict(c) for c in task.checks] + [dict(task.bench)]
             for k, v in sizes.items():
                 smallest = min(c[k] for c in task.checks)
@@ -221,6 +232,28 @@ def test_each_size_is_also_watched_long() -> None:
             assert _nbytes(task, sizes) <= sanitize.WATCHED_BYTES
             grown = [k for k, v in sizes.items() if v > min(c[k] for c in task.checks)]
             assert len(grown) == 1 and sizes[grown[0]] <= task.bench[grown[0]]
+
+
+def test_a_task_of_several_sizes_is_also_watched_with_every_size_long_at_once() -> None:
+    """Each size long on its own, the others smallest, never had two long together: a race
+    kept where M > 193 and N > 1,500 together was never watched (memory/softmax_warp_race_
+    where_both_sizes_are_long). One launch has every size long at once, scaled from the bench
+    size into WATCHED_BYTES, drawn afresh; a task of one size has none."""
+    from kernelwright.tools.plan import _nbytes, _valid
+
+    softmax = load_task(EXAMPLES / "softmax")
+    drawn = [sanitize.joint_sizes(softmax, random.Random(s)) for s in range(40)]
+    # past that case's M > 193 and N > 1,500 together, every time
+    assert all(len(d) == 1 and d[0]["M"] > 193 and d[0]["N"] > 1500 for d in drawn)
+    assert len({d[0]["M"] for d in drawn}) > 20
+    for name in ("softmax", "matmul", "transpose", "rowsum", "stencil"):
+        task = load_task(EXAMPLES / name)
+        (sizes,) = sanitize.joint_sizes(task)
+        assert _joint(task, sizes) and _valid(task, sizes)
+        assert _nbytes(task, sizes) <= sanitize.WATCHED_BYTES
+        assert all(v <= task.bench[k] and v % task.multiple_of.get(k, 1) == 0
+                   for k, v in sizes.items())  # fmt: skip
+    assert sanitize.joint_sizes(load_task(EXAMPLES / "gelu")) == []
 
 
 def test_a_kernelbench_problem_gets_one_forward_on_a_fresh_seed() -> None:
