@@ -51,6 +51,14 @@ OVERRUN = 4.0  # rounds stop after any pair of batches once this many budgets ar
 # up) passed one check of three on an H200, its rounds stopped by the 0.6 s at 160 signed sums
 # (limit 1.72); at twice that, some 400 (limit 1.47).
 UNDECIDED_BUDGETS = 2.0
+# The looks at the GPU before each batch are on no wall, and neither do they spend the rounds'
+# seconds: a candidate that slept 13 s in its own look (or left GPU work for the reference's
+# to wait out) ended the rounds by OVERRUN after one pair of batches, 26 calls, too few for
+# the drift test (a red-team simulation). The candidate's own look must answer within
+# WAKE_LIMIT_S (an honest one takes milliseconds; the look waits at most 2 s for the GPU);
+# all of them together within OFF_WALLS_LIMIT_S, or the check is refused.
+WAKE_LIMIT_S = 2.5
+OFF_WALLS_LIMIT_S = 30.0
 # Several processes a side: the rounds stop after this many cycles at the least (each pair's
 # stints, twice over): the medians that a forger lying in a minority of its batches cannot
 # move need batches enough in every pair. After one cycle (eight a side a pair) a forger
@@ -72,6 +80,7 @@ class Rounds:
     ref_quiet_us: list[float] = field(default_factory=list)
     cand_quiet_us: list[float] = field(default_factory=list)
     ref_settled_us: list[float] = field(default_factory=list)
+    off_walls_ms: float = 0.0  # the looks at the GPU before the batches, by the controller's clock
     wall_ms: float = 0.0  # the warm-ups' and the rounds'
     warmup_ms: float = 0.0  # the warm-ups' (and the calls a round measured)
     calls: int = 1  # timed calls a round, each on its own input set
@@ -298,7 +307,14 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
                 order = order[::-1] if flip else order
                 _pair_of_batches(ref, cand, order, seeds.take(per_batch * k), budget, out)
                 out.process.extend([which] * (len(out.ref) - len(out.process)))
-                spent = time.perf_counter() - timed_from
+                if out.off_walls_ms > OFF_WALLS_LIMIT_S * 1e3:
+                    raise WorkerFailure(
+                        "timeout",
+                        f"the looks at the GPU before the batches took {out.off_walls_ms / 1e3:.0f}"
+                        f" s in all (at most {OFF_WALLS_LIMIT_S:.0f} s): GPU work kept running "
+                        "between the batches, or the candidate's worker slow to answer",
+                    )
+                spent = time.perf_counter() - timed_from - out.off_walls_ms / 1e3
                 # calls far slower than the budget allows: one R-C pair of batches is all
                 if budget.seconds > 0 and spent >= OVERRUN * budget.seconds:
                     return
@@ -347,6 +363,7 @@ def _pair_of_batches(
         # the candidate cannot use it on its batch's calls, whose seeds it has not yet been
         # sent, and work that needs no inputs it may do once, at build time, anyway.
         looked = f"the reference's look at the GPU before the {who}'s batch"
+        t0 = time.perf_counter()
         if side == "cand":
             with _paused(cand):
                 probed = _probe(ref, budget.round_timeout_s, looked, "reference")
@@ -355,7 +372,8 @@ def _pair_of_batches(
                 probed = _probe(ref, budget.round_timeout_s, looked, "reference")
                 out.ref_settled_us.append(_us(probed.get("settled_us")))
             else:
-                _probe(cand, budget.round_timeout_s, "waking the candidate's worker", who)
+                _probe(cand, WAKE_LIMIT_S, "waking the candidate's worker", who)
+            out.off_walls_ms += (time.perf_counter() - t0) * 1e3
             (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(
                 _us(probed.get("quiet_us"))
             )

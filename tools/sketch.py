@@ -178,6 +178,19 @@ def drift_undecided(zs: Sequence[float]) -> bool:
     return 1.0 < mean <= drift_limit(max(len(zs), 8))
 
 
+def drift_left_undecided(zs: Sequence[float]) -> str:
+    """Why timed outputs whose drift test the rounds ended before deciding cannot be vouched
+    for (pure)."""
+    m = len(zs)
+    mean = statistics.fmean(z * z for z in zs) if zs else math.nan
+    return (
+        f"implausible: during timing the outputs were further from the reference's than "
+        f"outputs within tolerance give on average (mean z^2 {mean:.2f} over {m} signed sums, "
+        f"above 1), and the rounds ended before enough calls could decide it (at most "
+        f"{drift_limit(max(m, 8)):.2f} for this many)"
+    )
+
+
 def drift_problem(zs: Sequence[float], against: str = "the reference kernel's") -> str:
     """Over all timed calls: honest differences give a mean z^2 of at most 1 (pure). `against`
     names whose outputs the candidate's were held to."""

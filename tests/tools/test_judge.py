@@ -703,7 +703,8 @@ def test_timed_calls_go_on_while_the_drift_test_is_undecided(gelu_rounds: Any) -
     drift limit over 200 signed sums, not over 20. Judged as the rounds come in, it is
     undecided after 10 calls (the rounds go on) and caught by 100. An honest one 0.3
     tolerances off everywhere is settled at once and costs no round more; one 0.9 off
-    everywhere (the worst honest case, mean z^2 near 0.81) may cost rounds, never a verdict."""
+    everywhere (the worst honest case, mean z^2 near 0.81) may cost rounds, never a verdict.
+    Rounds that end with the test undecided vouch for nothing: implausible."""
     task, y = gelu_rounds
     ref = [_round(y)] * 100
     off = _off_every_call(task, y, 8)
@@ -714,12 +715,15 @@ def test_timed_calls_go_on_while_the_drift_test_is_undecided(gelu_rounds: Any) -
     assert not calls.settled(ref[:10], cheat[:10])  # 20 sums: undecided, more rounds
     assert calls.seen == 10 and len(calls.zs) == 20
     assert calls.settled(ref, cheat) and calls.caught  # the next 80 calls decide it
-    assert judge.rounds_problem(task, ref[:10], cheat[:10], misses=exact)[:2] == ("", "")
+    # ended there (the budget spent, or rounds a candidate made slow): never correct
+    verdict, why, _ = judge.rounds_problem(task, ref[:10], cheat[:10], misses=exact)
+    assert verdict == "implausible" and "before enough calls could decide it" in why
     fair = judge.TimedCalls(task, misses=exact)
     assert fair.settled(ref[:20], honest[:20]) and not fair.caught
     worst = judge.TimedCalls(task, misses=exact)
     worst.settled(ref[:20], edge[:20])
     worst.settled(ref, edge)
     assert not worst.caught
+    assert judge.rounds_problem(task, ref, edge, misses=exact)[:2] == ("", "")
     assert not sketch.drift_undecided([]) and not sketch.drift_undecided([0.5] * 40)
     assert sketch.drift_undecided([1.5] * 40) and not sketch.drift_undecided([1.5] * 4000)

@@ -167,6 +167,40 @@ def test_a_candidate_that_does_not_wake_is_a_broken_worker() -> None:
         _run(FakeWorker("ref", [], 1.0), Sleeper("cand", [], 0.5))
 
 
+def test_the_looks_spend_none_of_the_rounds_seconds_and_are_bounded() -> None:
+    """The looks at the GPU are on no wall: neither may they end the rounds. A candidate that
+    slept 13 s in its own look ended them by OVERRUN after one pair of batches (26 calls, too
+    few for the drift test). Its look must answer within WAKE_LIMIT_S; all looks together
+    within OFF_WALLS_LIMIT_S, or the check is refused."""
+    import time
+
+    timeouts: list[float] = []
+
+    class Sleepy(FakeWorker):
+        def receive(self, timeout_s: float, *args: Any, **kwargs: Any) -> Any:
+            if self.pending["cmd"] == "probe":
+                timeouts.append(timeout_s)
+                time.sleep(0.02)
+            return super().receive(timeout_s, *args, **kwargs)
+
+    # looks of 20 ms against 10 ms of rounds' seconds (OVERRUN: 40 ms): they would have ended
+    # the rounds after the first pair of batches
+    out = _run(Sleepy("ref", [], 1.0), Sleepy("cand", [], 0.5), min_rounds=24, seconds=0.01)
+    assert len(out.ref) == len(out.cand) == 32  # the rounds the budget asks for
+    assert out.off_walls_ms >= 6 * 20
+    assert schedule.WAKE_LIMIT_S in timeouts and max(timeouts) > schedule.WAKE_LIMIT_S
+    assert timeouts.count(schedule.WAKE_LIMIT_S) == 4  # the candidate's, one a batch of its
+
+    old = schedule.OFF_WALLS_LIMIT_S
+    try:
+        schedule.OFF_WALLS_LIMIT_S = 0.05
+        with pytest.raises(WorkerFailure, match="looks at the GPU before the batches") as err:
+            _run(Sleepy("ref", [], 1.0), Sleepy("cand", [], 0.5), min_rounds=24, seconds=0.01)
+        assert err.value.verdict == "timeout"
+    finally:
+        schedule.OFF_WALLS_LIMIT_S = old
+
+
 def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
     """A settled ratio stops quiet rounds at the first even number of pairs past the minimum,
     unless the timed outputs so far do not decide their own test (judge.TimedCalls): then the
