@@ -170,8 +170,9 @@ def test_a_candidate_that_does_not_wake_is_a_broken_worker() -> None:
 def test_the_looks_spend_none_of_the_rounds_seconds_and_are_bounded() -> None:
     """The looks at the GPU are on no wall: neither may they end the rounds. A candidate that
     slept 13 s in its own look ended them by OVERRUN after one pair of batches (26 calls, too
-    few for the drift test). Its look must answer within WAKE_LIMIT_S; all looks together
-    within OFF_WALLS_LIMIT_S, or the check is refused."""
+    few for the drift test). Its look must answer within WAKE_LIMIT_S, all of its looks within
+    WAKES_LIMIT_S, or the check is refused; the reference's looks, which wait for other work
+    on a shared GPU, honest candidates alike, are not capped."""
     import time
 
     timeouts: list[float] = []
@@ -191,14 +192,17 @@ def test_the_looks_spend_none_of_the_rounds_seconds_and_are_bounded() -> None:
     assert schedule.WAKE_LIMIT_S in timeouts and max(timeouts) > schedule.WAKE_LIMIT_S
     assert timeouts.count(schedule.WAKE_LIMIT_S) == 4  # the candidate's, one a batch of its
 
-    old = schedule.OFF_WALLS_LIMIT_S
+    old = schedule.WAKES_LIMIT_S
     try:
-        schedule.OFF_WALLS_LIMIT_S = 0.05
-        with pytest.raises(WorkerFailure, match="looks at the GPU before the batches") as err:
-            _run(Sleepy("ref", [], 1.0), Sleepy("cand", [], 0.5), min_rounds=24, seconds=0.01)
+        schedule.WAKES_LIMIT_S = 0.05
+        # the reference's own looks, however slow (a GPU shared with other work), are no limit
+        out = _run(Sleepy("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24)
+        assert len(out.ref) == 32 and out.off_walls_ms > 0.05e3 and out.wakes_ms < 0.05e3
+        with pytest.raises(WorkerFailure, match="to answer its looks at the GPU") as err:
+            _run(FakeWorker("ref", [], 1.0), Sleepy("cand", [], 0.5), min_rounds=24)
         assert err.value.verdict == "timeout"
     finally:
-        schedule.OFF_WALLS_LIMIT_S = old
+        schedule.WAKES_LIMIT_S = old
 
 
 def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
