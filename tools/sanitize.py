@@ -123,42 +123,67 @@ def _kernel_sizes(task: Any, rng: random.Random) -> list[dict[str, int]]:
 
 
 def joint_sizes(task: Any, rng: random.Random | None = None) -> list[dict[str, int]]:
-    """A task of several sizes: one launch with every size long at once, each past what the
-    held-out launch may draw (half again its largest check size) toward its bench size, alike
-    on a log scale, as far as WATCHED_BYTES allows (drawn from the top quarter of that way):
-    each size long on its own, the others smallest, never had two long together, and a race
-    kept where M > 193 and N > 1,500 together was never watched (memory/softmax_warp_race_
-    where_both_sizes_are_long). None for a task of one size, or where none fits."""
-    import math
-
-    from .plan import _nbytes, _valid
-
+    """A task of several sizes: launches with several sizes long at once, within
+    WATCHED_BYTES. One has every size past what the held-out launch may draw (half again its
+    largest check size), moved alike on a log scale toward the bench size; two more go from
+    the smallest check sizes toward the bench size in a direction drawn afresh (each size its
+    own share of the log span), as far as the bytes allow. Each size long on its own, the
+    others smallest, never had two long together (memory/softmax_warp_race_where_both_sizes_
+    are_long), and the diagonal alone never had many rows that are not tiny with short ones
+    (memory/softmax_warp_race_where_many_rows_are_not_tiny). Each is drawn from the top
+    quarter of its way. None for a task of one size."""
     if len(task.bench) < 2:
         return []
     rng = rng or random.Random(secrets.randbits(64))
     steps = {n: task.multiple_of.get(n, 1) for n in task.bench}
-    low = {
+    past = {
         n: min(bench, -(-(max(c[n] for c in task.checks) * 3 // 2 + 1) // steps[n]) * steps[n])
         for n, bench in task.bench.items()
     }
+    smallest = {n: min(c[n] for c in task.checks) for n in task.bench}
+    out = []
+    for start, shares in (
+        (past, {n: 1.0 for n in task.bench}),
+        *((smallest, _direction(task, rng)) for _ in range(2)),
+    ):
+        sizes = _furthest(task, rng, start, shares)
+        if sizes is not None and sizes not in out:
+            out.append(sizes)
+    return out
+
+
+def _direction(task: Any, rng: random.Random) -> dict[str, float]:
+    shares = {n: rng.random() for n in task.bench}
+    top = max(shares.values()) or 1.0
+    return {n: v / top for n, v in shares.items()}
+
+
+def _furthest(
+    task: Any, rng: random.Random, start: dict[str, int], shares: dict[str, float]
+) -> dict[str, int] | None:
+    """From `start` toward the bench size, each size moved by its share of its log span, as
+    far as WATCHED_BYTES allows, then drawn back into the top quarter of that way."""
+    from .plan import _nbytes, _valid
 
     def at(t: float) -> dict[str, int]:
-        return {
-            n: max(low[n], int(low[n] * (bench / low[n]) ** t) // steps[n] * steps[n])
-            for n, bench in task.bench.items()
-        }
+        out = {}
+        for n, bench in task.bench.items():
+            step = task.multiple_of.get(n, 1)
+            lo = max(1, start[n])
+            out[n] = max(lo, int(lo * (bench / lo) ** (t * shares[n])) // step * step)
+        return out
 
     if _nbytes(task, at(0.0)) > WATCHED_BYTES:
-        return []
+        return None
     lo, hi = 0.0, 1.0
     for _ in range(40):  # the furthest that fits
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _nbytes(task, at(mid)) <= WATCHED_BYTES else (lo, mid)
     for _ in range(8):
         sizes = at(lo * rng.uniform(0.75, 1.0))
-        if _valid(task, sizes) and sizes != dict(task.bench) and not math.isnan(lo):
-            return [sizes]
-    return []
+        if _valid(task, sizes) and sizes != dict(task.bench) and sizes != start:
+            return sizes
+    return None
 
 
 # A watched launch's arrays at most: under compute-sanitizer a kernel runs 10 to 100 times slower.
