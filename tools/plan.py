@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -137,7 +137,7 @@ def held_out_sizes(
     rng: random.Random,
     target: dict[str, float] | None = None,
     flavor: str | None = None,
-    residues: dict[str, int | None] | None = None,
+    residues: Mapping[str, int | None] | None = None,
 ) -> dict[str, int]:
     """A size never shown to the model near `target` (by default drawn log-uniformly between the
     smallest check size and the bench size: every scale between may be tried), every size of it
@@ -397,8 +397,8 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
     bench: dict[str, int] = dict(task.bench)
     trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
     *held, top = spread(task, rng, SPREAD, crossed=True)
-    for target, residues in zip(held, _even_residues(task, rng, held), strict=True):
-        sizes = held_out_sizes(task, rng, target, residues=residues)
+    for target, classes in zip(held, _even_residues(task, rng, held), strict=True):
+        sizes = held_out_sizes(task, rng, target, residues=classes)
         trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
     for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
         large = large_sizes(task, rng, above, top)
