@@ -261,7 +261,8 @@ def write_tuned(
     """The tuned kernel as NAME.tuned.cu with its NAME.tuned.toml, beside the kernel it came
     from (or in `where`): the path of the .cu, and where an earlier, different NAME.tuned.cu
     (an earlier tune's, or one the user edited) was kept, as NAME.tuned.N.cu with its .toml
-    (None where there was none, or it was the same): nothing a user had is lost."""
+    (the .toml's path where only it was there; None where there was none, or it was the
+    same): nothing a user had is lost."""
     origin = Path(candidate.path)
     folder = where or origin.parent
     stem = origin.stem if origin.suffix == ".cu" else name
@@ -280,11 +281,12 @@ def write_tuned(
                 folder / f"{stem}.tuned.{n}.toml"
             ).exists():
                 n += 1
-            kept = folder / f"{stem}.tuned.{n}.cu"
+            kept_cu = folder / f"{stem}.tuned.{n}.cu"
+            kept = kept_cu if cu.exists() else kept_cu.with_suffix(".toml")  # what there was
             if cu.exists():
-                cu.replace(kept)
+                cu.replace(kept_cu)
             if toml.exists():
-                toml.replace(kept.with_suffix(".toml"))
+                toml.replace(kept_cu.with_suffix(".toml"))
     cu.write_text(candidate.source)
     toml.write_text(text)
     return cu, kept

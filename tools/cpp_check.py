@@ -267,8 +267,8 @@ class CppReference:
                 "sketch": {n: sketch_of(got.outputs[n], signs) for n in outs},
             }
             # against the function itself: the truth, which misses nothing
-            verdict, why, _ = judge.rounds_problem(
-                task, [truth], [cand], misses=dict.fromkeys(outs, 0.0)
+            verdict, why, _ = judge.rounds_problem(  # one call on its own: no drift verdict
+                task, [truth], [cand], misses=dict.fromkeys(outs, 0.0), ended=False
             )
             if verdict:
                 call = f"timed call {i + 1} of {len(rounds.cand)}"

@@ -716,8 +716,9 @@ class TimedCalls:
     (sketch.drift_undecided), within the timing's own budget, and may stop once a call is
     caught; an honest candidate's mean z^2 stays under 1 and costs no round more. Still
     undecided when the rounds end (their budget spent, or cut short by a candidate that
-    made them slow): implausible, never correct; a candidate off by 1.3 tolerances in every
-    timed element, its rounds cut to 26 calls, passed the test at 52 signed sums."""
+    made them slow), and above what honest outputs give by chance (sketch.drift_suspect):
+    implausible, never correct; a candidate off by 1.3 tolerances in every timed element,
+    its rounds cut to 26 calls, passed the test at 52 signed sums."""
 
     def __init__(
         self,
@@ -742,9 +743,14 @@ class TimedCalls:
         return self.caught or not sketch.drift_undecided(self.zs)
 
     def judge(
-        self, ref_rounds: Sequence[dict[str, Any]], cand_rounds: Sequence[dict[str, Any]]
+        self,
+        ref_rounds: Sequence[dict[str, Any]],
+        cand_rounds: Sequence[dict[str, Any]],
+        ended: bool = True,
     ) -> tuple[str, str, list[float]]:
-        """(verdict, why, z scores) over every call: rounds_problem's."""
+        """(verdict, why, z scores) over every call: rounds_problem's. `ended`: these are the
+        rounds, over (a suspect drift left undecided reads implausible); False for calls
+        judged on their own (a C++ kernel's audited calls)."""
         if len(ref_rounds) != len(cand_rounds):
             raise ValueError("the two sides timed different numbers of calls")
         self._take(ref_rounds, cand_rounds)
@@ -755,7 +761,7 @@ class TimedCalls:
         drift = sketch.drift_problem(self.zs)
         if drift:
             return "wrong", drift, self.zs
-        if sketch.drift_undecided(self.zs):  # the rounds ended first: nothing to vouch for
+        if ended and sketch.drift_suspect(self.zs):  # the rounds ended first: no vouching
             return "implausible", sketch.drift_left_undecided(self.zs), self.zs
         return "", "", self.zs
 
@@ -818,6 +824,7 @@ def rounds_problem(
     scales: Mapping[str, float] | None = None,
     wide: Mapping[str, float] | None = None,
     misses: Mapping[str, float] | None = None,
+    ended: bool = True,
 ) -> tuple[str, str, list[float]]:
     """(verdict, why, z scores) for the candidate's timed calls against the reference's on the
     same inputs: "" verdict when every call is right. Each round is judged whole: its inputs,
@@ -829,4 +836,4 @@ def rounds_problem(
     how far the reference's timed outputs missed the truth in the trials (reference_misses),
     which sets how far apart honest outputs may be (honest_times). An output the reference
     itself gave NaN in a call is not compared in that call: nothing there can match."""
-    return TimedCalls(task, scales, wide, misses).judge(ref_rounds, cand_rounds)
+    return TimedCalls(task, scales, wide, misses).judge(ref_rounds, cand_rounds, ended)

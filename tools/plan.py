@@ -285,8 +285,8 @@ def _runs(task: CudaTask, sizes: dict[str, int]) -> int:
 def _kernel_after(kernel: CudaTask, rng: random.Random) -> list[Trial]:
     """A kernel: a fresh held-out size (never the bench size), drawn log-uniformly anywhere
     between its smallest check size and its bench size, each size of it at a residue mod 32
-    drawn uniformly (round where it falls on a multiple of 4): every class a kernel's tail may
-    take, one check or another."""
+    drawn uniformly (its multiples of its step): every class a kernel's tail may take, one
+    check or another."""
     residues = {name: _any_residue(rng) for name in kernel.bench}
     sizes = held_out_sizes(kernel, rng, residues=residues)
     return [Trial(sizes, _seed(), poisons(rng, 1), held_out=True)]
@@ -406,7 +406,8 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
             trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
     # A class mod 4 no trial has tried yet (a tiny target): one more trial, up to two; then up
     # to two more, each for a class mod 8 none has (drawn among those, for each size), in the
-    # span's lower half where they cost little: round sizes were almost never 4 mod 8, awkward
+    # span's lower half where they cost little (a span of nothing, bench and check sizes one:
+    # at the bench size, as every trial there is): round sizes were almost never 4 mod 8, awkward
     # ones 1 or 7, and a tail wrong only at 4 mod 8 read correct in about 94% of checks
     # (input/gelu_wrong_when_n_is_4_mod_8).
     for modulus in (4, 4, 8, 8):

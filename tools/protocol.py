@@ -38,8 +38,9 @@ compile worker for a CUDA task's candidate: K). Every message may instead be
   C -> R           <- {"cmd": "probe"} before either side's batch (W paused), on no wall:
                       wait until no other context runs on the GPU
                    -> {"type": "probed", "quiet_us", "settled_us"}
-  C -> W           <- {"cmd": "probe"} after that, R paused, before W's batch, on no wall:
-                      W woken as R is by its look (its reading not believed)
+  C -> W           <- {"cmd": "probe", "wait": false} after that, R paused, before W's batch,
+                      on no wall: W woken as R is by its look, one look and no wait (its
+                      reading not believed)
   C -> R, W        <- {"cmd": "round", "round": [seed, sign0, sign1]} one round a message, in
                       batches in turn (each paused while the other's runs)
                    -> {"type": "round", "result": {ms, host_ms,

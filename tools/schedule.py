@@ -60,6 +60,9 @@ UNDECIDED_BUDGETS = 2.0
 # looks are not capped: on a GPU other work shares they wait for it, honest candidates alike.
 WAKE_LIMIT_S = 2.5
 WAKES_LIMIT_S = 30.0
+# The reference's looks in all: past this, GPU work kept running between the batches (left by
+# the candidate, or another process's) and the check would go on for minutes: refused.
+LOOKS_LIMIT_S = 120.0
 # Several processes a side: the rounds stop after this many cycles at the least (each pair's
 # stints, twice over): the medians that a forger lying in a minority of its batches cannot
 # move need batches enough in every pair. After one cycle (eight a side a pair) a forger
@@ -210,14 +213,16 @@ def _round(
     return wall, replies
 
 
-def _probe(box: Sandbox, timeout_s: float, phase: str, who: str) -> dict[str, Any]:
+def _probe(
+    box: Sandbox, timeout_s: float, phase: str, who: str, wait: bool = True
+) -> dict[str, Any]:
     """Before a batch, a message of its own that no wall counts: the (reference's) worker
     waits until no other context runs on the GPU (up to 2 s). Inside the batch's first call,
     that wait fell on the reference's wall and was credited to the candidate as the
     reference's harness time: a candidate that left 20 ms of GPU work behind each batch the
     reference's followed bought that much room to forge its samples in (the suite's
     kb_forge_behind_the_reference_probe)."""
-    box.send({"cmd": "probe"})
+    box.send({"cmd": "probe"} if wait else {"cmd": "probe", "wait": False})
     header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
     if header.get("type") != "probed":
         raise WorkerFailure("crashed", f"the {who} worker did not probe the GPU")
@@ -309,6 +314,14 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
                 order = order[::-1] if flip else order
                 _pair_of_batches(ref, cand, order, seeds.take(per_batch * k), budget, out)
                 out.process.extend([which] * (len(out.ref) - len(out.process)))
+                if out.off_walls_ms - out.wakes_ms > LOOKS_LIMIT_S * 1e3:
+                    raise WorkerFailure(
+                        "implausible",
+                        f"the reference's looks at the GPU before the batches waited "
+                        f"{(out.off_walls_ms - out.wakes_ms) / 1e3:.0f} s in all for it to be "
+                        f"free (at most {LOOKS_LIMIT_S:.0f} s): GPU work kept running between "
+                        "the batches, the candidate's left behind or another process's",
+                    )
                 if out.wakes_ms > WAKES_LIMIT_S * 1e3:
                     raise WorkerFailure(
                         "timeout",
@@ -375,7 +388,8 @@ def _pair_of_batches(
                 out.ref_settled_us.append(_us(probed.get("settled_us")))
             else:
                 woken = time.perf_counter()
-                _probe(cand, WAKE_LIMIT_S, "waking the candidate's worker", who)
+                # one look, no wait for a quiet GPU: the reference's has waited for it
+                _probe(cand, WAKE_LIMIT_S, "waking the candidate's worker", who, wait=False)
                 out.wakes_ms += (time.perf_counter() - woken) * 1e3
             out.off_walls_ms += (time.perf_counter() - t0) * 1e3
             (out.ref_quiet_us if side == "ref" else out.cand_quiet_us).append(

@@ -136,14 +136,15 @@ class Worker:
             self.reader.spin_s = seconds
 
     def _probe(self, cmd: dict[str, Any]) -> dict[str, float]:
-        """A batch's first round: wait until no other context runs (up to 2 s)."""
+        """A batch's first round: wait until no other context runs (up to 2 s); with
+        "wait": False (the candidate's worker, woken before its batch), one look only."""
         from .timing import BUSY_US
 
         if not cmd.get("probe"):
             return {}
         first = quiet = self.clock.quiet_us()
         waited = time.perf_counter()
-        while quiet > BUSY_US and time.perf_counter() - waited < 2.0:
+        while cmd.get("wait", True) and quiet > BUSY_US and time.perf_counter() - waited < 2.0:
             time.sleep(0.002)
             quiet = self.clock.quiet_us()
         return {"quiet_us": first, "settled_us": quiet}

@@ -178,16 +178,29 @@ def drift_undecided(zs: Sequence[float]) -> bool:
     return 1.0 < mean <= drift_limit(max(len(zs), 8))
 
 
+def drift_suspect(zs: Sequence[float]) -> bool:
+    """Whether timed outputs whose drift test is undecided are further from the reference's
+    than honest ones would be by chance (pure): a mean z^2 above 1 + 3 sqrt(2 / m). Honest
+    outputs' mean is at most 1, yet over few signed sums its sample passes 1 often (at a true
+    0.81, over 4 sums 29% of the time); past that threshold, once in hundreds at most (0.4%
+    over 4 sums at 0.81), and not past the drift limit, which drift_problem decides."""
+    m = len(zs)
+    if not m:
+        return False
+    mean = statistics.fmean(z * z for z in zs)
+    return 1.0 + 3.0 * math.sqrt(2.0 / m) < mean <= drift_limit(max(m, 8))
+
+
 def drift_left_undecided(zs: Sequence[float]) -> str:
-    """Why timed outputs whose drift test the rounds ended before deciding cannot be vouched
-    for (pure)."""
+    """Why timed outputs whose drift test the rounds ended before deciding, suspect
+    (drift_suspect), cannot be vouched for (pure)."""
     m = len(zs)
     mean = statistics.fmean(z * z for z in zs) if zs else math.nan
     return (
         f"implausible: during timing the outputs were further from the reference's than "
-        f"outputs within tolerance give on average (mean z^2 {mean:.2f} over {m} signed sums, "
-        f"above 1), and the rounds ended before enough calls could decide it (at most "
-        f"{drift_limit(max(m, 8)):.2f} for this many)"
+        f"outputs within tolerance give (mean z^2 {mean:.2f} over {m} signed sums, more than "
+        f"{1.0 + 3.0 * math.sqrt(2.0 / max(m, 1)):.2f} for this many by chance), and the rounds "
+        f"ended before enough calls could decide it (wrong past {drift_limit(max(m, 8)):.2f})"
     )
 
 

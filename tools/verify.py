@@ -509,10 +509,12 @@ class Verifier:
                     trials=tuple(results),
                     reference=reference,
                 )
-                if verdict:  # a timed call caught: it came first
+                if verdict and verdict != "implausible":  # a timed call caught: it came first
                     final, reason = verdict, why
                 elif not post_result.ok:
                     final, reason = "wrong", post_result.reason
+                elif verdict:  # the rounds left a suspect drift undecided: after a wrong trial
+                    final, reason = verdict, why
                 elif problem:
                     final, reason = "implausible", problem
                 else:

@@ -342,7 +342,8 @@ def tune(
     if written is not None:
         out.print(Text(f"written: {written} (+ .toml)"), soft_wrap=True)
     if written is not None and kept is not None:
-        out.print(Text(f"the earlier {written.name} (+ .toml) kept as {kept}"), soft_wrap=True)
+        was = written.name if kept.suffix == ".cu" else written.with_suffix(".toml").name
+        out.print(Text(f"the earlier {was} kept as {kept}"), soft_wrap=True)
 
 
 def _print_report(report: object) -> None:

@@ -245,6 +245,10 @@ def test_the_search_keeps_only_a_clear_gain_and_writes_it(
     assert kept.with_suffix(".toml").read_text() == sidecar(found.best)
     written.write_text(edited + "// twice\n")
     assert write_tuned(found.best, task.name, tmp_path)[1] == tmp_path / "tiled.tuned.2.cu"
+    written.unlink()  # a sidecar alone: kept, and said as what it is
+    kept = write_tuned(found.best, task.name, tmp_path)[1]
+    assert kept == tmp_path / "tiled.tuned.3.toml" and kept.exists()
+    assert not (tmp_path / "tiled.tuned.3.cu").exists()
 
 
 def test_a_kernel_written_for_one_block_drops_the_others_as_wrong(

@@ -725,5 +725,32 @@ def test_timed_calls_go_on_while_the_drift_test_is_undecided(gelu_rounds: Any) -
     worst.settled(ref, edge)
     assert not worst.caught
     assert judge.rounds_problem(task, ref, edge, misses=exact)[:2] == ("", "")
+    # judged on their own (a C++ kernel's audited calls), calls end no rounds: no such verdict
+    assert judge.rounds_problem(task, ref[:10], cheat[:10], misses=exact, ended=False)[:2] == (
+        "",
+        "",
+    )
     assert not sketch.drift_undecided([]) and not sketch.drift_undecided([0.5] * 40)
     assert sketch.drift_undecided([1.5] * 40) and not sketch.drift_undecided([1.5] * 4000)
+
+
+def test_a_drift_left_undecided_is_suspect_only_past_what_honest_outputs_give_by_chance() -> None:
+    """Honest outputs' mean z^2 is at most 1, yet over few signed sums the sample's passes 1
+    often (at a true 0.81, over 4 sums about 29% of the time): reading every undecided drift
+    implausible would have failed honest candidates of short rounds and every C++ audit's
+    single call. Only a mean past 1 + 3 sqrt(2 / m) is suspect: honest at 0.81 about 0.4% at
+    4 sums and less with more; a candidate 1.5 tolerances off (2.25) at 52 sums nearly
+    always."""
+    rng = random.Random(5)
+
+    def share(true_mean: float, m: int, draws: int = 4000) -> float:
+        """How often such sums are suspect or, past the limit, wrong."""
+        sd, hits = math.sqrt(true_mean), 0
+        for _ in range(draws):
+            zs = [rng.gauss(0.0, sd) for _ in range(m)]
+            hits += sketch.drift_suspect(zs) or bool(sketch.drift_problem(zs))
+        return hits / draws
+
+    assert share(0.81, 4) < 0.01 and share(0.81, 24) < 0.01 and share(0.5, 8) < 0.005
+    assert share(2.25, 52) > 0.9 and share(1.69, 52) > 0.5
+    assert not sketch.drift_suspect([]) and not sketch.drift_suspect([100.0] * 40)  # wrong

@@ -203,6 +203,33 @@ def test_the_looks_spend_none_of_the_rounds_seconds_and_are_bounded() -> None:
         assert err.value.verdict == "timeout"
     finally:
         schedule.WAKES_LIMIT_S = old
+    # the reference's looks have a cap of their own, far above an honest check's: past it, GPU
+    # work kept running between the batches, and the check would go on for minutes
+    old = schedule.LOOKS_LIMIT_S
+    try:
+        schedule.LOOKS_LIMIT_S = 0.05
+        with pytest.raises(WorkerFailure, match="waited .* in all for it to be free") as err:
+            _run(Sleepy("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24)
+        assert err.value.verdict == "implausible"
+    finally:
+        schedule.LOOKS_LIMIT_S = old
+
+
+def test_the_candidates_look_is_one_look_with_no_wait() -> None:
+    """The reference's look waits (up to 2 s) for a quiet GPU; the candidate's, which only
+    wakes its worker, looks once: on a GPU shared with bursty work, waits of its own would
+    have added up against its cap and blamed an honest candidate."""
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Logged(FakeWorker):
+        def send(self, header: dict[str, Any], arrays: Any = None) -> None:
+            sent.append((self.name, header))
+            super().send(header, arrays)
+
+    _run(Logged("ref", [], 1.0), Logged("cand", [], 0.5), min_rounds=16)
+    looks = [(who, h) for who, h in sent if h["cmd"] == "probe"]
+    assert {who for who, _ in looks} == {"ref", "cand"}
+    assert all(h.get("wait", True) is (who == "ref") for who, h in looks)
 
 
 def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
@@ -233,31 +260,36 @@ def test_rounds_go_on_while_the_outputs_are_undecided() -> None:
     assert len(capped.ref) == 48  # never past the budget
 
 
-def test_undecided_outputs_carry_the_rounds_past_their_seconds_to_twice_them() -> None:
+def test_undecided_outputs_carry_the_rounds_past_their_seconds_to_twice_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The seconds stopped a TF32 matmul's rounds before its drift was decided (it passed one
     check of three): undecided, the rounds go on to UNDECIDED_BUDGETS of the seconds, and a
-    decided or honest check still stops at its seconds."""
-    import time
+    decided or honest check still stops at its seconds. On a clock of the test's own, each
+    round 2 ms a side: nothing here depends on the machine's speed."""
+    clock = [0.0]
+    monkeypatch.setattr(schedule.time, "perf_counter", lambda: clock[0])
 
-    class Slow(FakeWorker):  # a round takes about 2 ms a side
+    class Slow(FakeWorker):
         def receive(self, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], list[bytes]]:
             if self.pending["cmd"] == "round":
-                time.sleep(0.002)
+                clock[0] += 0.002
             return super().receive(*args, **kwargs)
 
     def run(settled: bool) -> tuple[int, float]:
-        t0 = time.perf_counter()
+        start = clock[0]
         out = _run(
             Slow("ref", [], 1.0, 0.3), Slow("cand", [], 0.5, 0.3), min_rounds=8, batch=8,
             seconds=0.3, max_rounds=10**6, outputs_settled=lambda ref, cand: settled,
         )  # fmt: skip
-        return len(out.ref), time.perf_counter() - t0
+        return len(out.ref), clock[0] - start
 
     decided, t_decided = run(True)
     undecided, t_undecided = run(False)
-    assert 0.3 <= t_decided < 0.55  # noisy ratios: the seconds stop them
-    # twice the seconds (a stint of 64 rounds late at most), short of OVERRUN's four
-    assert 0.6 <= t_undecided < 1.0 and undecided > 1.5 * decided
+    stint = 4 * 8 * 2 * 0.002  # a stint: two pairs of batches of 8 rounds, 2 ms a side
+    assert 0.3 <= t_decided <= 0.3 + stint  # noisy ratios: the seconds stop them
+    # twice the seconds, short of OVERRUN's four
+    assert 0.6 <= t_undecided <= 0.6 + stint and undecided > 1.8 * decided
 
 
 @pytest.mark.parametrize(

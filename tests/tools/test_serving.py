@@ -93,6 +93,12 @@ def test_a_batch_is_probed_in_a_message_of_its_own(tmp_path: Path) -> None:
     assert [g["type"] for g in got] == ["warm", "probed", "round", "done"]
     assert got[1]["quiet_us"] == 5000.0 and got[1]["settled_us"] == 3.0
     assert set(got[2]) - {"arrays"} == {"type", "result"}
+    # the candidate's look before its batch: once, no wait for the GPU to settle
+    commands[1] = {"cmd": "probe", "wait": False}
+    with _served(tmp_path, commands) as (_, out_r):
+        replies = FrameReader(out_r)
+        got = [replies.read_message(1e12)[0] for _ in range(4)]
+    assert got[1]["type"] == "probed" and got[1]["quiet_us"] == got[1]["settled_us"] == 5000.0
 
 
 def test_the_warm_ups_scale_reaches_the_rounds_and_nothing_else_is_taken(tmp_path: Path) -> None:
