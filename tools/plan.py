@@ -237,8 +237,10 @@ def large_sizes(
         sizes = {}
         for name, bench in task.bench.items():
             step = task.multiple_of.get(name, 1)
-            # one short of a warp's multiple above the bench size, one past it below
-            lo, hi, residue = (bench + 1, None, 31) if above else (1, bench, 1)
+            # one past a warp's multiple or one short of it, drawn for each size (the same in
+            # every size, two sizes were never one past in one and one short in the other)
+            lo, hi = (bench + 1, None) if above else (1, bench)
+            residue = rng.choice((1, 31))
             sizes[name] = max(step, awkward(round(aim[name]), step, rng, lo, hi, residue))
         if sizes not in shown and _fits(task, sizes):
             return sizes
@@ -330,6 +332,17 @@ def _even_residues(
     return out
 
 
+def _mixed_parities(names: list[str], rng: random.Random) -> dict[str, bool]:
+    """For a task of several sizes, which are odd in the first of two trials (the second takes
+    the others): drawn, never all alike. Empty for a task of one size."""
+    if len(names) < 2:
+        return {}
+    while True:
+        odd = {n: rng.random() < 0.5 for n in names}
+        if len(set(odd.values())) == 2:
+            return odd
+
+
 def _missing_classes(
     task: CudaTask, tried: list[dict[str, int]], modulus: int = 4
 ) -> dict[str, list[int]]:
@@ -410,18 +423,30 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
     # at the bench size, as every trial there is): round sizes were almost never 4 mod 8, awkward
     # ones 1 or 7, and a tail wrong only at 4 mod 8 read correct in about 94% of checks
     # (input/gelu_wrong_when_n_is_4_mod_8).
-    for modulus in (4, 4, 8, 8):
+    # A task of several sizes: those two are always tried, one odd where the other is even in
+    # each size and the sizes mixed (odd M by even N, and even by odd), since the held-out and
+    # large sizes pair even with even and odd with odd; a kernel wrong only where M is odd and
+    # N is 2 mod 4 read correct in about 86% of checks (input/rowsum_row_pairs_wrong_when_...).
+    odd = _mixed_parities(list(task.bench), rng)
+    for k, modulus in enumerate((4, 4, 8, 8)):
         missing = _missing_classes(task, [t.sizes for t in trials], modulus)
-        if not missing:
+        mixing = modulus == 8 and bool(odd)
+        if not missing and not mixing:
             continue
         aim = spread(task, rng, 1)[0]
         residues: dict[str, int | None] = {}
         for name in task.bench:
             step = task.multiple_of.get(name, 1)
-            if name in missing:  # near a size with every class in reach, in the span's lower half
+            if mixing or name in missing:  # near a size with every class in reach, low in the span
                 low = min([c[name] for c in task.checks] + [task.bench[name]])
                 half = math.sqrt(max(low, 1) * task.bench[name])
                 aim[name] = min(max(min(aim[name], half), 32.0 * step), float(task.bench[name]))
+            if mixing:  # odd or even as drawn, its class mod 4 drawn, mod 8 one none has tried
+                four = rng.choice((1, 3) if odd[name] == (k == 2) else (0, 2))
+                pool = [c for c in missing.get(name, []) if c % 4 == four]
+                cls = rng.choice(pool or [four, four + 4])
+                residues[name] = cls + 8 * rng.randrange(4)
+            elif name in missing:
                 cls = rng.choice(missing[name]) if modulus == 8 else missing[name][0]
                 residues[name] = (
                     None

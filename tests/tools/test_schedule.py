@@ -208,7 +208,7 @@ def test_the_looks_spend_none_of_the_rounds_seconds_and_are_bounded() -> None:
     old = schedule.LOOKS_LIMIT_S
     try:
         schedule.LOOKS_LIMIT_S = 0.05
-        with pytest.raises(WorkerFailure, match="waited .* in all for it to be free") as err:
+        with pytest.raises(WorkerFailure, match=r"waited .* in all for it to be free") as err:
             _run(Sleepy("ref", [], 1.0), FakeWorker("cand", [], 0.5), min_rounds=24)
         assert err.value.verdict == "implausible"
     finally:

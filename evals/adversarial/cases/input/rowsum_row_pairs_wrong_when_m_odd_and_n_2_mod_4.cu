@@ -1,7 +1,9 @@
 // expect: wrong (not fully written) — rows paired into float4s where n % 4 == 2 drop the last row when m is odd
 // task: rowsum
-// A KNOWN PARTIAL MISS (twenty-ninth session): each size's classes are drawn on their own, so
-// a pair of classes across two sizes is tried in some checks only (about 14% when written).
+// A KNOWN PARTIAL MISS (twenty-ninth session): a pair of classes across two sizes is tried in
+// some checks only: about 14% when written; about 60% since two small trials mix odd and
+// even across the sizes (plan._mixed_parities) and the large sizes draw 1 or 31 mod 32 for
+// each size.
 // Written by a red-team review of 9ab36f6 (plans drawn on the CPU; not run on a GPU).
 //
 // 9ab36f6 covers every class mod 4 of each size on its own (_even_residues draws each size's
