@@ -412,10 +412,11 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
     *held, top = spread(task, rng, SPREAD, crossed=True)
     for target, classes in zip(held, _even_residues(task, rng, held), strict=True):
         sizes = held_out_sizes(task, rng, target, residues=classes)
-        trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
+        if sizes not in [t.sizes for t in trials]:  # a tiny span: nothing new to try
+            trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
     for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
         large = large_sizes(task, rng, above, top)
-        if large is not None:
+        if large is not None and large not in [t.sizes for t in trials]:
             trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
     # A class mod 4 no trial has tried yet (a tiny target): one more trial, up to two; then up
     # to two more, each for a class mod 8 none has (drawn among those, for each size), in the
@@ -441,7 +442,7 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
                 low = min([c[name] for c in task.checks] + [task.bench[name]])
                 half = math.sqrt(max(low, 1) * task.bench[name])
                 aim[name] = min(max(min(aim[name], half), 32.0 * step), float(task.bench[name]))
-            if mixing:  # odd or even as drawn, its class mod 4 drawn, mod 8 one none has tried
+            if mixing and task.bench[name] // step >= 32:  # odd or even as drawn, mod 4 drawn
                 four = rng.choice((1, 3) if odd[name] == (k == 2) else (0, 2))
                 pool = [c for c in missing.get(name, []) if c % 4 == four]
                 cls = rng.choice(pool or [four, four + 4])
@@ -456,7 +457,8 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
             else:
                 residues[name] = _any_residue(rng)
         sizes = held_out_sizes(task, rng, aim, residues=residues)
-        trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
+        if sizes not in [t.sizes for t in trials]:  # a tiny span: nothing new to try
+            trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
     wider = [a for a in task.args if a.check]
     for i in range(max((len(a.check) for a in wider), default=0)):
         inits = {a.name: a.check[i % len(a.check)] for a in wider}

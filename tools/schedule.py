@@ -57,11 +57,10 @@ UNDECIDED_BUDGETS = 2.0
 # the drift test (a red-team simulation). The candidate's own look must answer within
 # WAKE_LIMIT_S (an honest one takes milliseconds; the look waits at most 2 s for the GPU);
 # all of its looks together within WAKES_LIMIT_S, or the check is refused. The reference's
-# looks are not capped: on a GPU other work shares they wait for it, honest candidates alike.
+# looks, which wait for other work on a shared GPU (honest candidates alike), only end the
+# rounds past LOOKS_LIMIT_S in all, as OVERRUN does: what was timed is then judged.
 WAKE_LIMIT_S = 2.5
 WAKES_LIMIT_S = 30.0
-# The reference's looks in all: past this, GPU work kept running between the batches (left by
-# the candidate, or another process's) and the check would go on for minutes: refused.
 LOOKS_LIMIT_S = 120.0
 # Several processes a side: the rounds stop after this many cycles at the least (each pair's
 # stints, twice over): the medians that a forger lying in a minority of its batches cannot
@@ -315,13 +314,7 @@ def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) 
                 _pair_of_batches(ref, cand, order, seeds.take(per_batch * k), budget, out)
                 out.process.extend([which] * (len(out.ref) - len(out.process)))
                 if out.off_walls_ms - out.wakes_ms > LOOKS_LIMIT_S * 1e3:
-                    raise WorkerFailure(
-                        "implausible",
-                        f"the reference's looks at the GPU before the batches waited "
-                        f"{(out.off_walls_ms - out.wakes_ms) / 1e3:.0f} s in all for it to be "
-                        f"free (at most {LOOKS_LIMIT_S:.0f} s): GPU work kept running between "
-                        "the batches, the candidate's left behind or another process's",
-                    )
+                    return  # as OVERRUN: what was timed is judged (the notes say it was busy)
                 if out.wakes_ms > WAKES_LIMIT_S * 1e3:
                     raise WorkerFailure(
                         "timeout",

@@ -182,8 +182,11 @@ def drift_suspect(zs: Sequence[float]) -> bool:
     """Whether timed outputs whose drift test is undecided are further from the reference's
     than honest ones would be by chance (pure): a mean z^2 above 1 + 3 sqrt(2 / m). Honest
     outputs' mean is at most 1, yet over few signed sums its sample passes 1 often (at a true
-    0.81, over 4 sums 29% of the time); past that threshold, once in hundreds at most (0.4%
-    over 4 sums at 0.81), and not past the drift limit, which drift_problem decides."""
+    0.81, over 4 sums 29% of the time); past that threshold, 0.4% of the time at 0.81 over 4
+    sums, and 1.1% over 4 to 8 sums (0.4% over 52) for outputs at the very edge of the
+    tolerance everywhere (a true 1). Not past the drift limit, which drift_problem decides.
+    The price: a candidate 1.3 tolerances off everywhere (1.69) is suspect over 52 sums only
+    about half the time, 1.25 off rarely."""
     m = len(zs)
     if not m:
         return False

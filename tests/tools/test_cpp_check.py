@@ -263,9 +263,10 @@ def _no_port_axpy(tmp_path: Path) -> CppTask:
     return task
 
 
-def _timed_calls(task: CppTask, cheat: set[int], calls: int = 6) -> Any:
+def _timed_calls(task: CppTask, cheat: set[int], calls: int = 6, off: float = 0.0) -> Any:
     """Rounds of one call as the candidate's worker reports them: y = a x + y on the seed's
-    inputs (NumPy, not the C++ function), or, in the calls `cheat`, y left as it came in."""
+    inputs (NumPy, not the C++ function), or, in the calls `cheat`, y left as it came in; `off`:
+    every element that many tolerances off, in a sign drawn for each."""
     from types import SimpleNamespace
 
     from kernelwright.tools.cpp_inputs import arg_seed, generate
@@ -280,6 +281,10 @@ def _timed_calls(task: CppTask, cheat: set[int], calls: int = 6) -> Any:
         x = generate("float32", (n,), arg_seed(seed, index["x"]), init["x"])
         y = generate("float32", (n,), arg_seed(seed, index["y"]), init["y"])
         out = y if c in cheat else (np.float32(2.5) * x + y).astype(np.float32)
+        if off:
+            atol, rtol = judge.OUTPUTS[task.kind].tolerance(task, "float32")
+            signs_of = np.random.default_rng(c).choice([-1.0, 1.0], n)
+            out = (out + off * signs_of * (atol + rtol * np.abs(out))).astype(np.float32)
         entries.append([seed, *signs])
         cand.append(
             {
@@ -293,9 +298,19 @@ def _timed_calls(task: CppTask, cheat: set[int], calls: int = 6) -> Any:
     return SimpleNamespace(cand=cand, entries=entries)
 
 
+class _Fixed:
+    """Stands in for secrets.SystemRandom: these calls are the ones audited."""
+
+    def __init__(self, calls: list[int]) -> None:
+        self.calls = calls
+
+    def sample(self, population: Any, k: int) -> list[int]:
+        return self.calls
+
+
 @needs_gxx
 def test_a_kernel_timed_beside_itself_has_timed_calls_audited_against_the_function(
-    tmp_path: Path, verifier: Any
+    tmp_path: Path, verifier: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no port yet, the kernel is its own reference in the rounds: every timed call agrees
     with a copy of itself, however it behaves when timed. A few calls, picked after the rounds,
@@ -308,6 +323,19 @@ def test_a_kernel_timed_beside_itself_has_timed_calls_audited_against_the_functi
     verdict, why = side.audit(task, _timed_calls(task, cheat=set(range(6))))
     assert verdict == "wrong" and "audited against the C++ function" in why
     assert re.search(r"timed call [1-6] of 6", why) and "output 'y' differs" in why
+    # a little off everywhere, in every call: within each call's own bound, caught over the
+    # audited calls together (judged one at a time, four audits let two tolerances off through
+    # about 98% of the time)
+    from kernelwright.tools import cpp_check
+
+    close = _timed_calls(task, cheat=set(), off=1.5)
+    for i in range(4):  # each call on its own passes
+        monkeypatch.setattr(cpp_check.secrets, "SystemRandom", lambda i=i: _Fixed([i]))
+        assert CppReference(verifier, task, kernel).audit(task, close) == ("", ""), i
+    monkeypatch.setattr(cpp_check.secrets, "SystemRandom", lambda: _Fixed([0, 1, 2, 3]))
+    verdict, why = CppReference(verifier, task, kernel).audit(task, close)
+    assert verdict == "wrong" and "consistently further" in why and "over 8 signed sums" in why
+    monkeypatch.undo()
     ported = CppReference(verifier, example("axpy"), kernel)  # the task's port: not audited
     assert not ported.itself
     assert ported.audit(task, _timed_calls(task, cheat=set(range(6)))) == ("", "")

@@ -350,6 +350,20 @@ def test_pairs_of_classes_across_sizes_are_tried_in_a_good_share_of_checks(name:
         assert odd_by_two >= 0.45 * checks
 
 
+def test_a_tiny_span_gets_no_trial_twice_for_its_classes() -> None:
+    """Where a span has no room for a class (rowsum of 8 x 16), the small trials that look for
+    it add nothing new: none is added twice."""
+    task = load_task(EXAMPLES / "rowsum")
+    assert isinstance(task, CudaTask)
+    tiny = task.model_copy(
+        update={"bench": {"M": 8, "N": 16}, "checks": ({"M": 1, "N": 2}, {"M": 3, "N": 5})}
+    )
+    for seed in range(100):
+        trials, _ = plan_trials(tiny, random.Random(seed))
+        extra = [t.sizes for t in trials if t.held_out]
+        assert len(extra) == len({tuple(sorted(s.items())) for s in extra}), extra
+
+
 @pytest.mark.parametrize("step", [4, 12])
 def test_every_size_tried_keeps_multiple_of_and_fits_in_memory(step: int) -> None:
     task = load_task(EXAMPLES / "gelu")
