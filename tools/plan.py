@@ -119,7 +119,7 @@ def _near(
     multiple of 2**j, j drawn from 2 up to the largest with a multiple in reach: a power of two
     where one is) or awkward (`awkward`, its multiple of `step` at `residue` mod 32 where one is
     in reach); the nearest multiple of `step` where none is in reach."""
-    low, high = max(step, math.ceil(target / NEAR)), min(hi, math.floor(target * NEAR))
+    low, high = _window(target, step, hi)
     if -(-low // step) * step > high:
         return max(step, min(round(target / step), hi // step) * step)
     if flavor == "awkward":
@@ -358,9 +358,15 @@ def _missing_classes(
     return out
 
 
+def _window(target: float, step: int, hi: int) -> tuple[int, int]:
+    """Where a size drawn near `target` may fall: within a factor NEAR of it, at least `step`,
+    at most `hi`."""
+    return max(step, math.ceil(target / NEAR)), min(hi, math.floor(target * NEAR))
+
+
 def _reaches(target: float, step: int, hi: int, cls: int) -> bool:
     """Whether a multiple of `step`, `cls` mod 4 multiples, lies within NEAR of `target`."""
-    low, high = max(step, math.ceil(target / NEAR)), min(hi, math.floor(target * NEAR))
+    low, high = _window(target, step, hi)
     k = -(-low // step)
     k += (cls - k) % 4
     return k * step <= high
@@ -403,21 +409,24 @@ def _on_the_host(task: Any, trial: Trial) -> Trial:
 
 def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
     """A CUDA task's trials: its check sizes; sizes held out across every scale from its
-    smallest check size to its bench size (`spread`: one round, one awkward), the largest an
-    awkward one below the bench size; one a little above it; and its check sizes again on the
-    wider inputs it declares."""
+    smallest check size to its bench size (`spread`: one round, one 2 mod 4), the largest an
+    awkward one below the bench size; one a little above it; small ones for the classes of
+    sizes none has tried; and its check sizes again on the wider inputs it declares."""
     shapes = [dict(c) for c in task.checks]
     bench: dict[str, int] = dict(task.bench)
     trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
     *held, top = spread(task, rng, SPREAD, crossed=True)
+
+    def hold_out(sizes: dict[str, int] | None, runs: int | None = None) -> None:
+        """A trial held out at `sizes`, unless a trial has them (a tiny span: nothing new)."""
+        if sizes is not None and sizes not in [t.sizes for t in trials]:
+            runs = _runs(task, sizes) if runs is None else runs
+            trials.append(Trial(sizes, _seed(), poisons(rng, runs), held_out=True))
+
     for target, classes in zip(held, _even_residues(task, rng, held), strict=True):
-        sizes = held_out_sizes(task, rng, target, residues=classes)
-        if sizes not in [t.sizes for t in trials]:  # a tiny span: nothing new to try
-            trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
+        hold_out(held_out_sizes(task, rng, target, residues=classes))
     for above in (False, True):  # large: one run each (the NaN poison shows what is unwritten)
-        large = large_sizes(task, rng, above, top)
-        if large is not None and large not in [t.sizes for t in trials]:
-            trials.append(Trial(large, _seed(), poisons(rng, 1), held_out=True))
+        hold_out(large_sizes(task, rng, above, top), runs=1)
     # A class mod 4 no trial has tried yet (a tiny target): one more trial, up to two; then up
     # to two more, each for a class mod 8 none has (drawn among those, for each size), in the
     # span's lower half where they cost little (a span of nothing, bench and check sizes one:
@@ -456,9 +465,7 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
                 )
             else:
                 residues[name] = _any_residue(rng)
-        sizes = held_out_sizes(task, rng, aim, residues=residues)
-        if sizes not in [t.sizes for t in trials]:  # a tiny span: nothing new to try
-            trials.append(Trial(sizes, _seed(), poisons(rng, _runs(task, sizes)), held_out=True))
+        hold_out(held_out_sizes(task, rng, aim, residues=residues))
     wider = [a for a in task.args if a.check]
     for i in range(max((len(a.check) for a in wider), default=0)):
         inits = {a.name: a.check[i % len(a.check)] for a in wider}

@@ -160,6 +160,16 @@ def problem(
     return "", zs
 
 
+def _mean_square(zs: Sequence[float]) -> float:
+    return statistics.fmean(z * z for z in zs)
+
+
+def chance_limit(m: int) -> float:
+    """The most mean z^2 over m signed sums that honest outputs show but by rare chance: 1
+    and 3 of its standard deviations (at most sqrt(2 / m)) above it."""
+    return 1.0 + 3.0 * math.sqrt(2.0 / max(m, 1))
+
+
 def drift_limit(m: int) -> float:
     """The most mean z^2 over m signed sums that outputs within tolerance can show: their mean
     is at most 1, and 6 of its standard deviations (at most sqrt(2 / m)) above it."""
@@ -172,10 +182,7 @@ def drift_undecided(zs: Sequence[float]) -> bool:
     signed sums, which falls toward 1.05 as they grow. A matmul on TF32 tensor cores in its
     timed calls alone read a mean of 2.49 over 64 signed sums, past that limit (2.11), in one
     run of two, and passed the other: its check had stopped at 32 calls (H200)."""
-    if not zs:
-        return False
-    mean = statistics.fmean(z * z for z in zs)
-    return 1.0 < mean <= drift_limit(max(len(zs), 8))
+    return bool(zs) and 1.0 < _mean_square(zs) <= drift_limit(max(len(zs), 8))
 
 
 def drift_suspect(zs: Sequence[float]) -> bool:
@@ -188,22 +195,19 @@ def drift_suspect(zs: Sequence[float]) -> bool:
     The price: a candidate 1.3 tolerances off everywhere (1.69) is suspect over 52 sums only
     about half the time, 1.25 off rarely."""
     m = len(zs)
-    if not m:
-        return False
-    mean = statistics.fmean(z * z for z in zs)
-    return 1.0 + 3.0 * math.sqrt(2.0 / m) < mean <= drift_limit(max(m, 8))
+    return bool(zs) and chance_limit(m) < _mean_square(zs) <= drift_limit(max(m, 8))
 
 
 def drift_left_undecided(zs: Sequence[float]) -> str:
     """Why timed outputs whose drift test the rounds ended before deciding, suspect
     (drift_suspect), cannot be vouched for (pure)."""
     m = len(zs)
-    mean = statistics.fmean(z * z for z in zs) if zs else math.nan
+    mean = _mean_square(zs) if zs else math.nan
     return (
         f"implausible: during timing the outputs were further from the reference's than "
         f"outputs within tolerance give (mean z^2 {mean:.2f} over {m} signed sums, more than "
-        f"{1.0 + 3.0 * math.sqrt(2.0 / max(m, 1)):.2f} for this many by chance), and the rounds "
-        f"ended before enough calls could decide it (wrong past {drift_limit(max(m, 8)):.2f})"
+        f"{chance_limit(m):.2f} for this many by chance), and the rounds ended before enough "
+        f"calls could decide it (wrong past {drift_limit(max(m, 8)):.2f})"
     )
 
 
@@ -213,7 +217,7 @@ def drift_problem(zs: Sequence[float], against: str = "the reference kernel's") 
     m = len(zs)
     if m < 8:
         return ""
-    mean = statistics.fmean(z * z for z in zs)
+    mean = _mean_square(zs)
     limit = drift_limit(m)
     if mean > limit:
         return (
