@@ -8,8 +8,10 @@ follows) and its naive reference kernel (its block shape, derived from the task'
 over tune's whole space (register caps, ptxas levels and launch bounds too; with --numerics the
 approximations the task's tolerance allows, and the line saying which), and print per kernel
 the configurations checked, dropped unchecked (same code and launch, or no build), the time
-spent, the best configuration and its gain over the kernel as given, and the three
-configurations that read the highest gains (kept or not; --json holds every one); then the
+spent, the best configuration and its gain over the kernel as given, its time a call and the
+share of the roofline's speed it reaches (the task's [roofline] bytes and flops at the GPU's
+peaks: how much room any configuration had), and the three configurations that read the highest
+gains (kept or not; --json holds every one); then the
 geometric mean gain over the already-optimized kernels (issue 16's target: at least +9%, no
 kernel slower, at most 3 minutes a kernel). The gains are the verifier's own: per-round
 speedup medians against the task's reference on the same inputs, in one process, side by side.
@@ -28,6 +30,7 @@ from kernelwright.agent.settings import load
 from kernelwright.agent.tune import tune
 from kernelwright.tools import nvml
 from kernelwright.tools.builds import BuildCache
+from kernelwright.tools.results import TimingResult
 from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 
@@ -77,12 +80,14 @@ def bench(
                         # each configuration checked: its verdict, speedup and gain
                         "tried": found.as_json()["tried"],
                         "numerics": found.numerics,
+                        **_roofline(found.best_report.timing),
                     }
                 )
                 row = rows[-1]  # said as it ends: a run cut short keeps what it measured
                 print(
                     f"{name} {label}: {row['checked']} checked, {row['dropped']} dropped, "
-                    f"{row['seconds']} s, gain {row['gain']:.3f} with {row['best']}",
+                    f"{row['seconds']} s, gain {row['gain']:.3f} with {row['best']}"
+                    + _floor_words(row),
                     flush=True,
                 )
                 gains = sorted(
@@ -100,12 +105,37 @@ def bench(
     return rows
 
 
+def _roofline(timing: TimingResult | None) -> dict[str, float | None]:
+    """The best's median ms a call and the task's roofline floor at the bench size (its bytes
+    at the GPU's peak DRAM bandwidth, its flops at peak FP32): how much room was left for any
+    configuration to find."""
+    if timing is None:
+        return {"ms": None, "floor_ms": None, "of_floor": None}
+    ms, floor = timing.candidate.median_ms, timing.floor_ms
+    return {
+        "ms": ms,
+        "floor_ms": floor,
+        "of_floor": floor / ms if floor and ms > 0 else None,
+    }
+
+
+def _floor_words(row: dict[str, Any]) -> str:
+    if row.get("of_floor") is None:
+        return ""
+    return f" ({row['ms']:.4f} ms a call, {100 * row['of_floor']:.0f}% of the roofline's speed)"
+
+
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(f"{'task':10} {'kernel':7} {'checked':>7} {'dropped':>7} {'s':>6} {'gain':>7}  best")
+    print(
+        f"{'task':10} {'kernel':7} {'checked':>7} {'dropped':>7} {'s':>6} {'gain':>7} "
+        f"{'ms':>8} {'roofline':>8}  best"
+    )
     for r in rows:
+        share = "-" if r.get("of_floor") is None else f"{100 * r['of_floor']:.0f}%"
+        ms = "-" if r.get("ms") is None else f"{r['ms']:.4f}"
         print(
             f"{r['task']:10} {r['kernel']:7} {r['checked']:7d} {r['dropped']:7d} "
-            f"{r['seconds']:6.0f} {r['gain']:7.3f}  {r['best']}"
+            f"{r['seconds']:6.0f} {r['gain']:7.3f} {ms:>8} {share:>8}  {r['best']}"
         )
     optimized = [r["gain"] for r in rows if r["kernel"] == "faster"]
     if optimized:
