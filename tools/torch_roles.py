@@ -165,14 +165,19 @@ def _float64(runner: Any, seed: int, sizes: dict[str, int], inputs: list[Any]) -
         return None
 
 
-SAMPLE_ELEMENTS = 1 << 24  # of each native output, for its distance from the float64 truth
+SAMPLE_ELEMENTS = 1 << 24  # of each native output where the whole of it cannot stay on the GPU
+CHUNK_ELEMENTS = 1 << 24  # compared at a time: no float64 temporary as large as an output
 SLACK_MAX = 1e9  # what native_slack says for a run that gave NaN or inf where float64 did not
 
 
-def _samples(out: Any) -> list[Any]:
-    """Of each floating-point output, a sample of at most SAMPLE_ELEMENTS elements in float32
-    (the whole of a smaller one): every p-th element, p prime, so that the sample falls on
-    every row and column alike; None for other outputs."""
+def _samples(out: Any, whole: bool = False) -> list[Any]:
+    """Of each floating-point output, its elements as (values, step): with `whole`, or where it
+    has at most SAMPLE_ELEMENTS, every element (step 1, the output itself: no copy); else
+    every p-th element, p prime (so the sample falls on every row and column alike), copied in
+    float32. None for other outputs. A sample is the fallback where the whole output cannot
+    stay on the GPU beside the float64 forward: its worst element can miss a peak the sample
+    steps over (a cumsum's error where its running sum cancels to near zero: KernelBench's
+    1/89 on an H200, whose own Model then read wrong against itself)."""
     import torch
 
     picked: list[tuple[Any, int] | None] = []
@@ -181,9 +186,21 @@ def _samples(out: Any) -> list[Any]:
             picked.append(None)
             continue
         flat = o.detach().reshape(-1)
-        step = _prime_at_least(-(-flat.numel() // SAMPLE_ELEMENTS))
-        picked.append((flat[::step].float().clone(), step))
+        step = 1 if whole else _prime_at_least(-(-flat.numel() // SAMPLE_ELEMENTS))
+        picked.append((flat, 1) if step == 1 else (flat[::step].float().clone(), step))
     return picked
+
+
+def _thinned(picked: list[Any]) -> list[Any]:
+    """Whole outputs (_samples' `whole`) cut down to the sample a smaller GPU would have kept,
+    the whole let go."""
+    out = []
+    for p in picked:
+        if p is not None and p[1] == 1 and p[0].numel() > SAMPLE_ELEMENTS:
+            step = _prime_at_least(-(-p[0].numel() // SAMPLE_ELEMENTS))
+            p = (p[0][::step].float().clone(), step)
+        out.append(p)
+    return out
 
 
 def _prime_at_least(n: int) -> int:
@@ -195,14 +212,20 @@ def _prime_at_least(n: int) -> int:
     return n
 
 
-def _sampled64(picked: Any, o64: Any) -> Any:
-    """The float64 output's elements at its native sample's places (as double), or None where
-    the output was not sampled or is not floating-point."""
+def _pairs(picked: Any, o64: Any) -> Any:
+    """(native, float64) chunks of an output's picked elements, both as double, CHUNK_ELEMENTS
+    at a time; nothing where the output was not picked or is not floating-point, or its
+    float64 twin does not match it element for element."""
     import torch
 
     if picked is None or not isinstance(o64, torch.Tensor) or not o64.is_floating_point():
-        return None
-    return o64.detach().reshape(-1)[:: picked[1]].double()
+        return
+    values, step = picked
+    truth = o64.detach().reshape(-1)[::step]
+    if truth.numel() != values.numel():
+        return
+    for a in range(0, truth.numel(), CHUNK_ELEMENTS):
+        yield values[a : a + CHUNK_ELEMENTS].double(), truth[a : a + CHUNK_ELEMENTS].double()
 
 
 def native_slack(
@@ -212,11 +235,12 @@ def native_slack(
     rms: list[float | None] | None = None,
 ) -> list[float]:
     """How far the forward in the problem's own dtypes fell from the float64 truth, for each
-    output: the most any sampled element's error took of that dtype's tolerance (1.0: at its
-    edge; 0 for an output not sampled; SLACK_MAX where it gave NaN or inf and float64 did
-    not). PyTorch's own float32 convolutions run in TF32 by default, and missed float64 by
-    5.5 times float32's tolerance (KernelBench's 2/1 on an H100): the controller widens the
-    tolerance from this (judge.native_scale), never the candidate's process."""
+    output: the most any of its picked elements' error took of that dtype's tolerance (every
+    element where the output stayed on the GPU; 1.0: at its edge; 0 for an output not picked;
+    SLACK_MAX where it gave NaN or inf and float64 did not). PyTorch's own float32
+    convolutions run in TF32 by default, and missed float64 by 5.5 times float32's tolerance
+    (KernelBench's 2/1 on an H100): the controller widens the tolerance from this
+    (judge.native_scale), never the candidate's process."""
     import torch
 
     from .judge import kernelbench_tolerance, output_atol
@@ -225,37 +249,39 @@ def native_slack(
     slack = []
     rms = float64_rms(samples, out64) if rms is None else rms  # each output's, for its atol
     for picked, o64, m, each in zip(samples, outs, meta, rms, strict=False):
-        truth = _sampled64(picked, o64)
-        if truth is None or truth.numel() != picked[0].numel():
-            slack.append(0.0)
-            continue
         atol, rtol = kernelbench_tolerance(str(m["dtype"]))
         atol = output_atol(atol, each)  # as the controller will hold the candidate to
-        finite = torch.isfinite(truth)
-        err = (picked[0].double() - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
-        worst = float(err.max()) if err.numel() else 0.0
-        slack.append(worst if worst == worst and worst < SLACK_MAX else SLACK_MAX)
+        worst, seen = 0.0, False
+        for native, truth in _pairs(picked, o64):
+            seen = True
+            finite = torch.isfinite(truth)
+            err = (native - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
+            if err.numel():
+                e = float(err.max())  # NaN where the native forward alone gave NaN
+                worst = max(worst, e if e == e else SLACK_MAX)
+        slack.append(min(worst, SLACK_MAX) if seen else 0.0)
     return slack
 
 
 def float64_rms(samples: list[Any], out64: Any) -> list[float | None]:
-    """Each output's RMS over the finite elements of its float64 sample (None for an output not
-    sampled): what its absolute tolerance is a share of (judge.output_atol)."""
+    """Each output's RMS over the finite elements picked of its float64 twin (None for an
+    output not picked): what its absolute tolerance is a share of (judge.output_atol)."""
     import torch
 
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
     rms: list[float | None] = []
     for picked, o64 in zip(samples, outs, strict=False):
-        truth = _sampled64(picked, o64)
-        truth = None if truth is None else truth[torch.isfinite(truth)]
-        rms.append(
-            float(truth.square().mean().sqrt()) if truth is not None and truth.numel() else None
-        )
+        total, count = 0.0, 0
+        for _, truth in _pairs(picked, o64):
+            truth = truth[torch.isfinite(truth)]
+            total += float(truth.square().sum())
+            count += truth.numel()
+        rms.append((total / count) ** 0.5 if count else None)
     return rms
 
 
 def float64_nan(samples: list[Any], out64: Any) -> int:
-    """How many sampled elements of the float64 outputs are NaN: where the float64 forward
+    """How many picked elements of the float64 outputs are NaN: where the float64 forward
     itself gives NaN on a trial's inputs, the op is not defined there (a log or a square root
     of negated inputs), and a trial on inputs scaled up (judge.scaled_trial) does not count.
     Infinities are left out: an output may hold them by design (a mask's -inf), and their
@@ -263,14 +289,14 @@ def float64_nan(samples: list[Any], out64: Any) -> int:
     import torch
 
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
-    count = 0
-    for picked, o64 in zip(samples, outs, strict=False):
-        truth = _sampled64(picked, o64)
-        count += 0 if truth is None else int(torch.isnan(truth).sum())
-    return count
+    return sum(
+        int(torch.isnan(truth).sum())
+        for picked, o64 in zip(samples, outs, strict=False)
+        for _, truth in _pairs(picked, o64)
+    )
 
 
-def _room_for_float64(need: dict[str, int] | None) -> bool:
+def _room_for_float64(need: dict[str, int] | None, beside: int = 0) -> bool:
     """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
     inputs and outputs beside the native inputs and model held), and then, beside its float64
     outputs kept, the candidate's run of it (weights, inputs, outputs, and two runs' copies
@@ -279,13 +305,14 @@ def _room_for_float64(need: dict[str, int] | None) -> bool:
     GPU's whole memory, not what is free now, which the candidate's worker (its imports, its
     forward's cache) decides: what it holds cannot choose the reference's precision (where it
     leaves the float64 forward short anyway, that forward fails and the native one stands, as
-    before). True where the size is unknown."""
+    before). `beside`: bytes more held through it all (the native outputs, kept whole for
+    native_slack). True where the size is unknown."""
     import torch
 
     if not need:
         return True
     candidate = need["w"] + need["in"] + 3 * need["out"]
-    held = need["w"] + need["in"] + (2 << 30)  # the native trial's, two contexts, flush buffers
+    held = need["w"] + need["in"] + beside + (2 << 30)  # native trial's, contexts, flush
     wanted = held + need["out64"] + max(need["w64"] + need["in64"], candidate)
     return int(torch.cuda.mem_get_info()[1]) >= wanted
 
@@ -313,14 +340,23 @@ def _expected(
         inputs = runner.inputs(seed, sizes, trial.get("scale", 1.0))
         sums = tensor_checksums(inputs)
         room = _room_for_float64(need)
+        # the native outputs kept whole through the float64 forward where the GPU holds both
+        whole = room and _room_for_float64(need, need["out"] if need else 0)
         native = runner.build(weights, sizes, keep=True, twin=True)(*inputs)
         native_meta = described(native)
-        samples = _samples(native) if room else []  # a sample of each output, for float64
+        samples = _samples(native, whole) if room else []  # for their distance from float64
         del native
         torch.cuda.synchronize()
         native_peak = int(torch.cuda.max_memory_allocated())  # a timing process's, about
         precision = "PyTorch eager in float64"
         out = _float64(runner, weights, sizes, inputs) if room else None
+        if out is None and whole:  # short of memory with them kept: again, with a sample
+            samples, whole = _thinned(samples), False
+            torch.cuda.empty_cache()
+            out = _float64(runner, weights, sizes, inputs)
+        if out is not None and not whole:  # its temporaries gone: the native forward again
+            inputs = None  # made afresh there (the forward may have written them)
+            samples = _native_again(runner, weights, sizes, trial, samples) or samples
         rms64 = None if out is None else float64_rms(samples, out)
         slack = None if out is None else native_slack(samples, out, native_meta, rms64)
         nan64 = None if out is None else float64_nan(samples, out)
@@ -362,6 +398,32 @@ def _expected(
     from .devcompare import compare_here
 
     compare_here(w, i, kept)
+
+
+def _native_again(
+    runner: Any, weights: int, sizes: dict[str, int], trial: dict[str, Any], first: list[Any]
+) -> Any:
+    """The native forward run again on the trial's inputs made afresh, its outputs picked
+    whole (_samples), beside the float64 outputs once the float64 forward's weights, inputs
+    and temporaries are gone. None (the first run's sample stands) where even that runs out
+    of GPU memory, or where it did not give what the first run gave at the sample's places,
+    bit for bit (a forward that draws random numbers, or sums in no fixed order): only the
+    forward the float64 one was measured against may widen a tolerance."""
+    import torch
+
+    try:
+        inputs = runner.inputs(trial["seed"], sizes, trial.get("scale", 1.0))
+        again = _samples(runner.build(weights, sizes, keep=True)(*inputs), whole=True)
+    except torch.cuda.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return None
+    del inputs
+    for was, now in zip(first, again, strict=True):
+        if (was is None) != (now is None):
+            return None
+        if was is not None and not torch.equal(now[0][:: was[1]].to(was[0].dtype), was[0]):
+            return None
+    return again
 
 
 def _on_device(out: Any) -> list[Any]:

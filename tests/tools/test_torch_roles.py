@@ -315,6 +315,82 @@ def test_how_far_the_native_forward_is_from_float64_in_tolerances(
     assert slack(column.float())[0] == pytest.approx(4.0, rel=0.01)
 
 
+def test_the_native_outputs_whole_see_a_peak_their_sample_steps_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sample's worst element can miss a sharp peak (a cumsum whose running sum cancels to
+    near zero: KernelBench 1/89's own Model read wrong against itself on an H200): picked
+    whole, every element counts, compared a chunk at a time (the same figures as in one)."""
+    torch = pytest.importorskip("torch")
+    from kernelwright.tools.judge import kernelbench_tolerance
+
+    monkeypatch.setattr(torch_roles, "SAMPLE_ELEMENTS", 1000)  # 12,800 elements: every 13th
+    atol, rtol = kernelbench_tolerance("float32")
+    truth = torch.rand(100, 128, dtype=torch.float64) + 0.5
+    meta = [{"dtype": "float32", "shape": [100, 128]}]
+    native = truth.clone()
+    native.view(-1)[13 * 400 + 6] += 6.0 * (atol + rtol * 2.0)  # between two sampled places
+    sampled = torch_roles.native_slack(torch_roles._samples(native.float()), truth, meta)
+    assert sampled[0] < 1.0
+    whole = torch_roles._samples(native.float(), whole=True)
+    assert whole[0][1] == 1
+    seen = torch_roles.native_slack(whole, truth, meta)[0]
+    assert seen > 3.0
+    rms = torch_roles.float64_rms(whole, truth)
+    monkeypatch.setattr(torch_roles, "CHUNK_ELEMENTS", 1000)
+    assert torch_roles.native_slack(whole, truth, meta)[0] == pytest.approx(seen)
+    assert torch_roles.float64_rms(whole, truth) == pytest.approx(rms)
+    nan = truth.clone()
+    nan.view(-1)[12_345] = float("nan")
+    assert torch_roles.float64_nan(whole, nan) == 1
+    assert torch_roles.float64_nan(torch_roles._samples(native.float()), nan) == 0
+    thin = torch_roles._thinned(whole)  # what a smaller GPU keeps: the sample
+    assert thin[0][1] == 13 and torch.equal(thin[0][0], torch_roles._samples(native.float())[0][0])
+    bad = native.float()
+    bad.view(-1)[12_345] = float("nan")  # NaN in the native forward alone, in a late chunk
+    assert torch_roles.native_slack(torch_roles._samples(bad, True), truth, meta)[0] == (
+        torch_roles.SLACK_MAX
+    )
+
+
+def test_the_native_forward_again_counts_only_where_it_repeats_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the native outputs could not stay on the GPU beside the float64 forward, the
+    native forward runs again after it; its outputs count whole only where they are, at the
+    first run's sampled places, what the first run gave bit for bit (a forward that draws
+    random numbers would widen the tolerance by its own noise), and not where the GPU runs
+    out of memory."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch_roles, "SAMPLE_ELEMENTS", 1000)
+    base = torch.rand(100, 128)
+
+    class Runner:
+        def __init__(self, forward: Any) -> None:
+            self.forward = forward
+
+        def inputs(self, seed: int, sizes: dict[str, int], scale: float) -> list[Any]:
+            return [base.clone()]
+
+        def build(self, seed: int, sizes: dict[str, int], keep: bool = False) -> Any:
+            return self.forward
+
+    trial = {"seed": 3, "sizes": {}}
+    first = torch_roles._samples(base * 2)
+    again = torch_roles._native_again(Runner(lambda x: x * 2), 0, {}, trial, first)
+    assert again is not None and again[0][1] == 1 and again[0][0].numel() == base.numel()
+    noisy = torch_roles._native_again(
+        Runner(lambda x: x * 2 + 1e-3 * torch.rand_like(x)), 0, {}, trial, first
+    )
+    assert noisy is None
+
+    def oom(x: Any) -> Any:
+        raise torch.cuda.OutOfMemoryError("out of memory")
+
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    assert torch_roles._native_again(Runner(oom), 0, {}, trial, first) is None
+
+
 def test_the_float64_outputs_nan_are_counted_where_sampled() -> None:
     """float64_nan: NaN in the sampled float64 outputs (a scaled trial where there are does
     not count: judge.scaled_trial); infinities (a mask's -inf) and integer outputs are not."""
