@@ -251,15 +251,16 @@ def native_slack(
     for picked, o64, m, each in zip(samples, outs, meta, rms, strict=False):
         atol, rtol = kernelbench_tolerance(str(m["dtype"]))
         atol = output_atol(atol, each)  # as the controller will hold the candidate to
-        worst, seen = 0.0, False
+        worst = None  # kept on the GPU: one read of it an output, not one a chunk
         for native, truth in _pairs(picked, o64):
-            seen = True
-            finite = torch.isfinite(truth)
-            err = (native - truth).abs()[finite] / (atol + rtol * truth.abs()[finite])
-            if err.numel():
-                e = float(err.max())  # NaN where the native forward alone gave NaN
-                worst = max(worst, e if e == e else SLACK_MAX)
-        slack.append(min(worst, SLACK_MAX) if seen else 0.0)
+            err = torch.where(
+                torch.isfinite(truth), (native - truth).abs() / (atol + rtol * truth.abs()), 0.0
+            )
+            if err.numel():  # NaN where the native forward alone gave NaN: it carries on
+                top = err.amax()
+                worst = top if worst is None else torch.maximum(worst, top)
+        e = 0.0 if worst is None else float(worst)
+        slack.append(SLACK_MAX if e != e else min(e, SLACK_MAX))
     return slack
 
 
@@ -271,12 +272,13 @@ def float64_rms(samples: list[Any], out64: Any) -> list[float | None]:
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
     rms: list[float | None] = []
     for picked, o64 in zip(samples, outs, strict=False):
-        total, count = 0.0, 0
+        total, count = None, None  # on the GPU until the output's last chunk
         for _, truth in _pairs(picked, o64):
-            truth = truth[torch.isfinite(truth)]
-            total += float(truth.square().sum())
-            count += truth.numel()
-        rms.append((total / count) ** 0.5 if count else None)
+            finite = torch.isfinite(truth)
+            part, n = torch.where(finite, truth.square(), 0.0).sum(), finite.sum()
+            total, count = (part, n) if total is None else (total + part, count + n)
+        n_finite = 0 if count is None else int(count)
+        rms.append((float(total) / n_finite) ** 0.5 if total is not None and n_finite else None)
     return rms
 
 
@@ -289,11 +291,12 @@ def float64_nan(samples: list[Any], out64: Any) -> int:
     import torch
 
     outs = out64 if isinstance(out64, tuple | list) else (out64,)
-    return sum(
-        int(torch.isnan(truth).sum())
+    counts = [
+        torch.isnan(truth).sum()  # read once, at the end
         for picked, o64 in zip(samples, outs, strict=False)
         for _, truth in _pairs(picked, o64)
-    )
+    ]
+    return int(torch.stack(counts).sum()) if counts else 0
 
 
 def _room_for_float64(need: dict[str, int] | None, beside: int = 0) -> bool:
