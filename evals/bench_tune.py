@@ -30,7 +30,7 @@ from kernelwright.agent.settings import load
 from kernelwright.agent.tune import tune
 from kernelwright.tools import nvml
 from kernelwright.tools.builds import BuildCache
-from kernelwright.tools.results import TimingResult
+from kernelwright.tools.results import DeviceInfo, TimingResult
 from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
 
@@ -43,7 +43,8 @@ def bench(
     names: list[str], budget: int, minutes: float, numerics: bool, labels: tuple[str, ...] = KERNELS
 ) -> list[dict[str, Any]]:
     settings = load()
-    arch = nvml.device_info().arch
+    device = nvml.device_info()
+    arch = device.arch
     gpu = local_gpu(settings)
     rows: list[dict[str, Any]] = []
     try:
@@ -80,7 +81,7 @@ def bench(
                         # each configuration checked: its verdict, speedup and gain
                         "tried": found.as_json()["tried"],
                         "numerics": found.numerics,
-                        **_roofline(found.best_report.timing),
+                        **_roofline(found.best_report.timing, task.roofline(), device),
                     }
                 )
                 row = rows[-1]  # said as it ends: a run cut short keeps what it measured
@@ -105,13 +106,22 @@ def bench(
     return rows
 
 
-def _roofline(timing: TimingResult | None) -> dict[str, float | None]:
-    """The best's median ms a call and the task's roofline floor at the bench size (its bytes
-    at the GPU's peak DRAM bandwidth, its flops at peak FP32): how much room was left for any
-    configuration to find."""
+def _roofline(
+    timing: TimingResult | None, work: tuple[float | None, float | None], device: DeviceInfo
+) -> dict[str, float | None]:
+    """The best's median ms a call and the task's roofline at the bench size (its [roofline]
+    bytes at the GPU's peak DRAM bandwidth, its flops at the peak FP32 rate without tensor
+    cores, the slower of the two): how much room was left for any configuration to find.
+    (The verifier's own floor sets flops against 16 times that rate, a bound of what is
+    possible, not of what these kernels could reach.)"""
     if timing is None:
         return {"ms": None, "floor_ms": None, "of_floor": None}
-    ms, floor = timing.candidate.median_ms, timing.floor_ms
+    (rbytes, rflops), floors = work, []
+    if rbytes and device.peak_dram_gbps:
+        floors.append(rbytes / (device.peak_dram_gbps * 1e9) * 1e3)
+    if rflops and device.peak_fp32_tflops:
+        floors.append(rflops / (device.peak_fp32_tflops * 1e12) * 1e3)
+    ms, floor = timing.candidate.median_ms, max(floors, default=None)
     return {
         "ms": ms,
         "floor_ms": floor,
