@@ -466,7 +466,9 @@ class Verifier:
                     rounds = schedule.run(ref_box, cand_box, budget, self._pin, more)
                 after = nvml.clock_sample()
                 sample()
-                for ref, _ in more:  # timed: nothing more of them (their candidates: below)
+                for ref, _ in more:  # timed: nothing more of them (their candidates: below),
+                    ref.signal_kill()  # their CUDA contexts going all at once, not in turn
+                for ref, _ in more:
                     ref.kill()
                 self.pool.release()
                 lap("timing")
@@ -607,6 +609,8 @@ class Verifier:
                 reason = got.reason if got.ok else f"{where}: {got.reason}"
                 results.append(got.model_copy(update={"process": n, "reason": reason}))
             _next(ref_box, i, trial)
+        for box in boxes[1:]:  # every one told first: their contexts go at once
+            box.signal_kill()
         for box in boxes[1:]:
             box.kill()
         return results
