@@ -230,7 +230,7 @@ class FrameReader:
         raw = self.read_frame(deadline, poll, MAX_HEADER_BYTES)
         try:
             header = json.loads(bytes(raw))
-        except ValueError:
+        except (ValueError, RecursionError):  # a header nested past Python's stack: no verdict
             raise ProtocolError("header is not JSON") from None
         if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
             raise ProtocolError("header is not a JSON object")

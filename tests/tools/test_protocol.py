@@ -129,6 +129,19 @@ def test_header_must_be_a_json_object(pipe: tuple[int, int]) -> None:
         reader.read_message(_soon())
 
 
+def test_a_header_nested_past_pythons_stack_is_a_protocol_error(pipe: tuple[int, int]) -> None:
+    """A worker's header nested 100,000 deep (small, under the frame limit) made json.loads
+    raise RecursionError, which is no ValueError: the check itself crashed instead of giving
+    the candidate a verdict."""
+    r, w = pipe
+    deep = b"[" * 100_000 + b"]" * 100_000
+    done = threading.Thread(target=write_frame, args=(w, deep))
+    done.start()
+    with pytest.raises(ProtocolError, match="not JSON"):
+        FrameReader(r).read_message(_soon())
+    done.join()
+
+
 def test_array_length_must_match_header(pipe: tuple[int, int]) -> None:
     r, w = pipe
     write_frame(w, json.dumps({"type": "outputs", "arrays": [10]}).encode())
