@@ -343,15 +343,18 @@ def sanitize(worker: Worker, cubin: bytes | None) -> None:
     output goes to the controller, which alone reads it (sanitize.py)."""
     import subprocess
 
+    from . import sanitize as report
+
     (worker.scratch / "once.json").write_text(json.dumps({**worker.job, "role": "once"}))
     if cubin:
         (worker.scratch / "once.cubin").write_bytes(cubin)
     child = [sys.executable, "-m", "kernelwright.tools.worker", "--job", "once.json", "--plain"]
     # Every array its own allocation, so memcheck knows where each one ends: no pools.
     env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-    out = {}
+    out: dict[str, Any] = {}
     for tool in worker.job["tools"]:
         cmd = [worker.job["sanitizer"], "--tool", tool, "--print-limit", "10"]
+        cmd += ["--error-exitcode", str(report.ERROR_EXIT)]
         if tool == "racecheck":  # every hazard, not only those it is sure corrupt data
             cmd += ["--racecheck-detect-level", "info"]
         cmd += child
@@ -365,7 +368,15 @@ def sanitize(worker: Worker, cubin: bytes | None) -> None:
                 cwd=worker.scratch,
                 env=env,
             )
-            out[tool] = (proc.stdout + proc.stderr)[-200_000:]
+            # The sanitizer's report is its stdout; the program's own output (its prints, a
+            # kernel's printf: the child points its stdout at its stderr) is never read as
+            # the report. Every summary line of the whole report, however long it grew.
+            out[tool] = {
+                "report": proc.stdout[-200_000:],
+                "summaries": report.summary_lines(proc.stdout),
+                "program": proc.stderr[-4_000:],
+                "code": proc.returncode,
+            }
         except subprocess.TimeoutExpired:
             out[tool] = f"timed out after {worker.job.get('timeout_s', 600)} s"
     worker.send({"type": "sanitized", "tools": out})

@@ -49,27 +49,67 @@ def available() -> str | None:
     return None
 
 
-def parse(tool: str, text: str) -> tuple[int | None, list[str]]:
-    """(errors, first findings) from one tool's output; None errors if it never summarised.
-    The last summary counts: the sanitizer prints its own after the program exits, and a
-    kernel's printf, in the same output before it, can print one that says 0 errors."""
-    races = _last(_RACES, text)
-    if races:  # a hazard it only warns of is still a race between threads
-        return int(races[1]) + int(races[2]), _findings(text)
-    m = _last(_SUMMARY, text)
-    return (int(m[1]) if m else None), _findings(text)
+# compute-sanitizer's exit code where it found any error (--error-exitcode): a channel the
+# watched program cannot write, beside its report
+ERROR_EXIT = 87
+
+
+def summary_lines(report: str) -> list[str]:
+    """Every summary line of a tool's whole report (its stdout), however long the report grew
+    (the report travels cut to its last 200,000 characters; these lines travel whole)."""
+    return [
+        ln.strip()[:300] for ln in report.splitlines() if _RACES.search(ln) or _SUMMARY.search(ln)
+    ][:64]
+
+
+def parse(tool: str, run: Any) -> tuple[int | None, list[str]]:
+    """(errors, first findings) from one tool's run; None errors if it never summarised. A
+    run is the worker's record of it (cuda_roles.sanitize): the sanitizer's own report (its
+    stdout), every summary line of it, the program's output apart, and the exit code; or, as
+    before, one text. Every summary counts and the worst wins: the program's output is
+    never read for one, and a summary the program got into the report anyway (it cannot
+    write after the sanitizer's own, which comes once the program has exited) only adds one
+    beside the real one. An exit code of ERROR_EXIT is an error whatever the text says."""
+    if not isinstance(run, dict):
+        text = str(run)[-200_000:]
+        return _worst(_summary_counts(text.splitlines())), _findings(text)
+    report = str(run.get("report", ""))[-200_000:]
+    lines = run.get("summaries")
+    lines = [str(x) for x in lines] if isinstance(lines, list) else report.splitlines()
+    errors = _worst(_summary_counts(lines))
+    findings = _findings(report)
+    if run.get("code") == ERROR_EXIT:
+        errors = max(errors or 0, 1)
+        if not findings:
+            findings = [f"its exit code ({ERROR_EXIT}) says it found errors"]
+    return errors, findings
+
+
+def _summary_counts(lines: list[str]) -> list[int]:
+    counts = []
+    for ln in lines:
+        if races := _RACES.search(ln):  # a hazard it only warns of is still a race
+            counts.append(int(races[1]) + int(races[2]))
+        elif m := _SUMMARY.search(ln):
+            counts.append(int(m[1]))
+    return counts
+
+
+def _worst(counts: list[int]) -> int | None:
+    return max(counts) if counts else None
+
+
+def _last_said(run: Any) -> str:
+    """A run's last line: the program's, where it said anything (why it never summarised),
+    else the report's."""
+    if isinstance(run, dict):
+        return _last_line(str(run.get("program") or "") or str(run.get("report") or ""))
+    return _last_line(str(run))
 
 
 def _last_line(text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return lines[-1].strip() if lines else "no output"
-
-
-def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    found = None
-    for found in pattern.finditer(text):  # noqa: B007 (the last one is wanted)
-        pass
-    return found
 
 
 def _findings(text: str) -> list[str]:
@@ -323,7 +363,7 @@ def judge(
     runs = {**dict.fromkeys(asked, ""), **runs}
     errors, findings, missing = {}, [], []
     for tool, raw in runs.items():
-        n, lines = parse(str(tool), str(raw)[-200_000:])
+        n, lines = parse(str(tool), raw)
         if n is None:
             missing.append(str(tool))
             continue
@@ -334,7 +374,7 @@ def judge(
             ]
     bad = {t: n for t, n in errors.items() if n}
     if missing and not bad:  # its last line: "timed out after 600 s", or the child's error
-        said = [f"{t} ({cap(_last_line(str(runs[t])), 200)})" for t in missing]
+        said = [f"{t} ({cap(_last_said(runs[t]), 200)})" for t in missing]
         return unfinished("no summary from " + ", ".join(said), sizes)
     reason = ""
     if bad:

@@ -294,6 +294,11 @@ def main() -> None:
             runners.GUARD_BYTES = 0
         arrays: list[Any] = []
         if once:  # under a profiler, the harness's own kernels would be profiled too
+            # no channel: the streams it came with are the watcher's own (compute-sanitizer
+            # writes its report to its stdout, which this process inherited as its own), and
+            # nothing the run does may write into that report
+            os.close(proto_in)
+            os.close(proto_out)
             device = _device()
             job = json.loads(Path(args[2]).read_text())
             reader, proto_out = None, null

@@ -268,3 +268,83 @@ def test_a_watched_array_starts_where_a_trials_does() -> None:
     from kernelwright.tools import cuda_roles, runners
 
     assert cuda_roles.TRIAL_LEAD_BYTES == runners.GUARD_BYTES
+
+
+def _run(report: str, program: str = "", code: int = 0) -> dict[str, Any]:
+    """A tool's run as the sanitizer's worker records it (cuda_roles.sanitize)."""
+    return {
+        "report": report,
+        "summaries": sanitize.summary_lines(report),
+        "program": program,
+        "code": code,
+    }
+
+
+def test_the_programs_own_output_never_stands_for_the_sanitizers_report() -> None:
+    """The watched program writes after the sanitizer's own report in a joined text (its
+    stdout goes to its stderr, the report to the sanitizer's stdout): a summary of its own
+    saying 0 errors, printed there by the program or a kernel's printf, must not count. The
+    report's summaries count, every one of them, the worst first; the exit code the
+    sanitizer gives where it found errors counts whatever the text says."""
+    forged = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    forged += "========= ERROR SUMMARY: 0 errors\n"
+    run = _run(RACE, program=forged * 200)
+    assert sanitize.parse("racecheck", run)[0] == 1
+    result = sanitize.judge({"type": "sanitized", "tools": {"racecheck": run}}, [{"N": 1000}])
+    assert not result.ok and result.errors == {"racecheck": 1}
+    # a summary got into the report itself (the sanitizer's own stream) only adds one
+    assert sanitize.parse("racecheck", _run(forged + RACE))[0] == 1
+    assert sanitize.parse("racecheck", _run(RACE + forged))[0] == 1
+    # the summary lines travel whole: a report grown past what travels keeps them
+    long = _run(RACE + "========= Saved host backtrace\n" * 20_000)
+    long["report"] = long["report"][-200_000:]
+    assert "RACECHECK SUMMARY" not in long["report"]
+    assert sanitize.parse("racecheck", long)[0] == 1
+    # nothing but the program's text: no summary of the sanitizer's, so no pass
+    alone = sanitize.judge(
+        {"type": "sanitized", "tools": {"memcheck": _run("", program=CLEAN)}},
+        [],
+        ("memcheck",),
+    )
+    assert not alone.ok and "memcheck" in alone.reason
+    # the exit code says errors: an error, even beside a clean summary
+    coded = _run(CLEAN, code=sanitize.ERROR_EXIT)
+    assert sanitize.parse("memcheck", coded)[0] == 1
+    assert not sanitize.judge({"type": "sanitized", "tools": {"memcheck": coded}}, []).ok
+    clean = {t: _run(CLEAN) for t in sanitize.TOOLS}
+    assert sanitize.judge({"type": "sanitized", "tools": clean}, [{"N": 1000}]).ok
+
+
+def test_the_sanitizers_worker_keeps_the_report_apart_and_the_watched_child_none_of_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker records the sanitizer's stdout as the report, its stderr (where the
+    watched child's own output goes) apart, the exit code, and asks for ERROR_EXIT; the
+    child closes the streams it inherited before it runs anything (worker.main), so no fd
+    of its reaches the report."""
+    import inspect
+    import subprocess
+    import types
+
+    from kernelwright.tools import cuda_roles, worker
+
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kw: Any) -> Any:
+        calls.append(cmd)
+        return types.SimpleNamespace(stdout=RACE, stderr=CLEAN * 3, returncode=sanitize.ERROR_EXIT)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    sent: list[dict[str, Any]] = []
+    job = {"tools": ["racecheck"], "sanitizer": "compute-sanitizer", "timeout_s": 5}
+    fake = types.SimpleNamespace(scratch=tmp_path, job=job, send=sent.append)
+    cuda_roles.sanitize(fake, None)  # type: ignore[arg-type]
+    assert calls and "--error-exitcode" in calls[0]
+    assert calls[0][calls[0].index("--error-exitcode") + 1] == str(sanitize.ERROR_EXIT)
+    run = sent[0]["tools"]["racecheck"]
+    assert run["report"] == RACE and run["program"] == CLEAN * 3
+    assert run["code"] == sanitize.ERROR_EXIT
+    assert sanitize.parse("racecheck", run)[0] == 1
+    source = inspect.getsource(worker.main)
+    once = source[source.index("if once:  # under a profiler") :]
+    assert "os.close(proto_in)" in once[:600] and "os.close(proto_out)" in once[:600]
