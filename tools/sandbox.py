@@ -48,6 +48,11 @@ _KEEP = (
 
 
 _F_SETPIPE_SZ = 1031
+# A paused tree's threads: stopped (T), stopped under a tracer (t), or gone (Z, X). An honest
+# worker's threads stop within microseconds of SIGSTOP (one in a system call as it returns);
+# STOP_WAIT_S is the most a pause waits for that before it says the tree did not stop.
+_STOPPED = frozenset("TtZX")
+STOP_WAIT_S = 0.5
 REASON_CHARS = 2000  # what any text a worker controls may add to a verdict's reason
 
 
@@ -136,6 +141,13 @@ class Sandbox:
         self.host_memory_bytes = host_memory_bytes
         self.peak_host_bytes = 0  # the most its tree held, as the watchdog sampled it
         self.peak_gpu_bytes = 0  # the most GPU memory its tree held, where NVML was sampled
+        # pause(): each thread's state and context switches once the whole tree had stopped
+        # (None: it did not stop in time), checked again at resume(); what a watched pause
+        # found, said once (ran_while_paused)
+        self._held: dict[int, tuple[str, int]] | None = None
+        self._watching = False
+        self.pauses = 0
+        self.woke: list[str] = []
         self.command = command or [
             sys.executable,
             "-m",
@@ -343,12 +355,78 @@ class Sandbox:
         if self.reader is not None:
             self.reader.spin_s = seconds
 
-    def pause(self) -> None:
-        """Freeze the worker and its descendants: no CPU, no new GPU work, until resume()."""
+    def pause(self, watch: bool = True) -> None:
+        """Freeze the worker and its descendants: no CPU, no new GPU work, until resume().
+        SIGSTOP alone does not hold a process that wants to run: the kernel continues a
+        stopped process on any SIGCONT, even one it asked for itself (a POSIX timer that
+        sends SIGCONT every few milliseconds; a red-team review ran one through a pause on a
+        CPU). So, where `watch`, the pause is seen to hold: every thread of the tree stopped,
+        its context switches counted, and counted again at resume(); a thread that ran in
+        between, or a new one, or a tree that never stopped, is on record (`woke`). An
+        honest worker's stopped threads never switch."""
         self.signal_tree(signal.SIGSTOP)
+        self._watching = watch and self.proc is not None
+        if self._watching:
+            self.pauses += 1
+            self._held = self._stopped(STOP_WAIT_S)
 
     def resume(self) -> None:
+        if self._watching:
+            self._watching = False
+            held, self._held = self._held, None
+            if held is None:
+                self.woke.append(f"did not stop within {STOP_WAIT_S:g} s")
+            elif (now := self._threads()) != held:
+                ran = sorted(t for t in now if now[t] != held.get(t))
+                self.woke.append(f"{len(ran)} of its threads ran (or began) while it was stopped")
         self.signal_tree(signal.SIGCONT)
+
+    def ran_while_paused(self) -> str:
+        """What the watched pauses found (empty: each held), in words."""
+        if not self.woke:
+            return ""
+        return (
+            f"its process ran while it was paused, {len(self.woke)} of {self.pauses} times "
+            f"({self.woke[0]}): each side is timed with the other stopped"
+        )
+
+    def _threads(self) -> dict[int, tuple[str, int]]:
+        """Every thread of the tree: its state letter and its context switches so far."""
+        out: dict[int, tuple[str, int]] = {}
+        for pid in self._tree():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                state, switches = "?", 0
+                try:
+                    text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+                except OSError:  # gone: it exited (or was reaped) meanwhile
+                    continue
+                for line in text.splitlines():
+                    if line.startswith("State:"):
+                        state = line.split()[1]
+                    elif line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt")):
+                        switches += int(line.split()[1])
+                out[int(tid)] = (state, switches)
+        return out
+
+    def _stopped(self, wait_s: float) -> dict[int, tuple[str, int]] | None:
+        """The tree's threads once every one has stopped and two looks a millisecond apart
+        agree (a thread counts its last switch as it stops), or None past `wait_s`."""
+        deadline = time.monotonic() + wait_s
+        last: dict[int, tuple[str, int]] | None = None
+        while time.monotonic() < deadline:
+            now = self._threads()
+            if now and all(st in _STOPPED for st, _ in now.values()):
+                if now == last:
+                    return now
+                last = now
+            else:
+                last = None
+            time.sleep(0.001)
+        return None
 
     def pin(self, cpus: set[int]) -> None:
         """Run the thread that times the calls (the worker's main thread) on the highest of

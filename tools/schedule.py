@@ -231,10 +231,10 @@ def _probe(
 @contextlib.contextmanager
 def _paused(*boxes: Sandbox) -> Iterator[None]:
     """The workers and everything they started stopped meanwhile, and let go after, come what
-    may."""
+    may. A candidate's pause is watched (Sandbox.pause): the reference's process is ours."""
     with contextlib.ExitStack() as stack:
         for box in boxes:
-            box.pause()
+            box.pause(watch=not box.label.startswith("reference"))
             stack.callback(box.resume)
         yield
 

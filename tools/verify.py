@@ -29,7 +29,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,16 @@ def controller_peak_bytes() -> int:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _woke(boxes: Sequence[Sandbox]) -> str:
+    """Where a candidate's worker ran while it was paused (Sandbox.pause), in words; "" where
+    every pause held. Its timing then says nothing: the reference's batches ran beside it."""
+    for n, box in enumerate(boxes):
+        if said := box.ran_while_paused():
+            where = f" (timing process {n + 1})" if n else ""
+            return f"the candidate's worker{where}: {said}"
+    return ""
 
 
 def _describe(sizes: dict[str, int]) -> str:
@@ -503,6 +513,7 @@ class Verifier:
                 post_result = next((r for r in afterwards if not r.ok), post_result)
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
+                problem = _woke([cand_box, *(c for _, c in more)]) or problem
                 timing = timing.model_copy(update={"input_scale": scale})
                 timing, speedups = side.finish(timing)
                 check = CheckResult(

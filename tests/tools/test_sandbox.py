@@ -287,3 +287,61 @@ def test_every_worker_sees_one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
     env = scrubbed_env(Path(tempfile.mkdtemp()))
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+WAKER = """
+    import ctypes, signal, threading
+
+    class SigEvent(ctypes.Structure):
+        _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int),
+                    ("notify", ctypes.c_int), ("pad", ctypes.c_int * 12)]
+
+    class TimeSpec(ctypes.Structure):
+        _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+
+    class ITimerSpec(ctypes.Structure):
+        _fields_ = [("interval", TimeSpec), ("value", TimeSpec)]
+
+    def wake_every_ms() -> None:  # the kernel sends this process SIGCONT every millisecond
+        libc = ctypes.CDLL(None, use_errno=True)
+        signal.signal(signal.SIGCONT, lambda *a: None)
+        event, timer = SigEvent(None, int(signal.SIGCONT), 0), ctypes.c_void_p()
+        assert libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)) == 0
+        every = ITimerSpec(TimeSpec(0, 1_000_000), TimeSpec(0, 1_000_000))
+        assert libc.timer_settime(timer, 0, ctypes.byref(every), None) == 0
+"""
+
+
+@pytest.mark.parametrize("waker", [False, True])
+def test_a_pause_is_seen_to_hold(payload: Payload, waker: bool) -> None:
+    """SIGSTOP does not hold a process that asks the kernel for SIGCONT (a POSIX timer: a
+    red-team review ran one through the timing's pauses). A watched pause counts every
+    thread's switches once the tree has stopped and again before it resumes: an honest
+    worker (threads asleep, as between its batches) is never said to have run; one whose
+    timer woke it is, and so is one that never stayed stopped long enough to count."""
+    body = (
+        WAKER
+        + ("    wake_every_ms()\n" if waker else "")
+        + """
+    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()
+    write_message(1, {"ready": True})
+    while True:
+        time.sleep(0.0005)
+    """
+    )
+    with Sandbox("candidate", command=payload(body)) as box:
+        box.send({})
+        assert box.receive(20, "starting")[0]["ready"]
+        for _ in range(3):
+            box.pause()
+            time.sleep(0.05)
+            box.resume()
+        box.pause(watch=False)  # the reference's: not watched, not counted
+        time.sleep(0.02)
+        box.resume()
+        said = box.ran_while_paused()
+    assert box.pauses == 3
+    if waker:
+        assert said and "ran while it was paused, 3 of 3 times" in said
+    else:
+        assert said == "" and box.woke == []

@@ -25,6 +25,8 @@ class FakeWorker:
         self.paused = False
         self.in_batch = False  # a round seen since its last pause or probe
         self.probes = 0
+        self.label = name
+        self.watched: list[bool] = []  # each pause: whether it was to be seen to hold
 
     def pin(self, cpus: set[int]) -> None:
         self.log.append(f"{self.name} pinned {sorted(cpus)}")
@@ -32,7 +34,8 @@ class FakeWorker:
     def spin(self, seconds: float) -> None:
         self.log.append(f"{self.name} spin {seconds}")
 
-    def pause(self) -> None:
+    def pause(self, watch: bool = True) -> None:
+        self.watched.append(watch)
         self.paused = True
         self.in_batch = False
         self.log.append(f"{self.name} paused")
@@ -90,6 +93,16 @@ def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
     assert out.ms("ref") == [1.0] * 32 and out.ms("cand") == [0.5] * 32
     # each call's seeds, in the replies' order: what a later audit of a call recomputes from
     assert out.entries == cand.rounds_seen
+
+
+def test_only_the_candidates_pauses_are_watched() -> None:
+    """A pause of the candidate's worker is seen to hold (Sandbox.pause's watch: its threads
+    counted while stopped); the reference's worker is ours, and its pauses are not counted."""
+    log: list[str] = []
+    ref, cand = FakeWorker("reference", log, 1.0), FakeWorker("candidate", log, 0.5)
+    _run(ref, cand, min_rounds=16, batch=8, seconds=0.0)
+    assert cand.watched and all(cand.watched)
+    assert ref.watched and not any(ref.watched)
 
 
 def test_quiet_rounds_stop_early_noisy_ones_run_to_the_budget() -> None:
@@ -632,3 +645,18 @@ def test_every_worker_is_told_the_timings_input_scale_before_its_first_call() ->
     sent.clear()
     schedule.run(ref, cand, schedule.Budget(min_rounds=8, batch=8), pin=set())  # type: ignore[arg-type]
     assert sent and all("scale" not in h for hs in sent.values() for h in hs)
+
+
+def test_a_candidate_that_ran_while_paused_is_said_by_its_process() -> None:
+    """verify reads each candidate worker's watched pauses after the rounds: the first that
+    ran while paused is the check's problem (an implausible timing), named by its process."""
+    import types
+
+    from kernelwright.tools.verify import _woke
+
+    def box(said: str) -> Any:
+        return types.SimpleNamespace(ran_while_paused=lambda: said)
+
+    assert _woke([box(""), box("")]) == ""
+    got = _woke([box(""), box("its process ran while it was paused, 2 of 9 times (x)")])
+    assert got.startswith("the candidate's worker (timing process 2): its process ran")
