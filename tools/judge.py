@@ -681,9 +681,15 @@ def reference_misses(task: Task, ref_header: dict[str, Any], into: dict[str, flo
     candidate to, in tolerances, from a reference trial's header, kept in `into` by output
     name where it is the most so far (honest_times): a KernelBench forward's in the problem's
     own dtypes (native_slack), a CUDA task's own kernel against its float64 Python reference
-    (kernel_miss). A value that is not a non-negative number counts as unknown (inf)."""
+    (kernel_miss). A value that is not a non-negative number counts as unknown (inf). Where
+    the float64 forward could not run, the trial's truth was the very forward the reference
+    times: it misses it by nothing (a default of "unknown" doubled every timed call's
+    tolerance there: a candidate careless only when timed, TF32 on a GEMM, passed)."""
     if task.kind == "kernelbench":
         said = ref_header.get("native_slack")
+        meta = ref_header.get("meta")
+        if said is None and ref_header.get("reference") == "PyTorch eager":
+            said = [0.0] * len(meta) if isinstance(meta, list) else None
         each = {f"output {j}": v for j, v in enumerate(said)} if isinstance(said, list) else {}
     else:
         said = ref_header.get("kernel_miss")

@@ -241,7 +241,9 @@ class Verifier:
         # each output's tolerance widened where PyTorch's own run misses float64 (KernelBench)
         scales: dict[str, float] = {}
         wide: dict[str, float] = {}  # the same from the scaled trial, for scaled timed calls
-        misses: dict[str, float] = {}  # the reference's timed outputs' miss of the truth
+        # the reference's timed outputs' miss of the truth, by the inputs' scale: the timed
+        # calls are judged by what the trials on inputs of their own scale measured
+        misses: dict[float, dict[str, float]] = {}
         # where the first reference's and candidate's workers spent their start, by their own
         # account (reported, never decided on)
         starts: dict[str, dict[str, float]] = {}
@@ -399,7 +401,7 @@ class Verifier:
                     # size, the scaled timed calls' absolute tolerance (rounds_problem)
                     into = scales if trial.scale == 1.0 else {} if trial.held_out else wide
                     judge.native_scales(message[0], into)
-                    judge.reference_misses(task, message[0], misses)
+                    judge.reference_misses(task, message[0], misses.setdefault(trial.scale, {}))
                     sample()
                     lap("reference")
                     stage = "candidate"
@@ -466,7 +468,7 @@ class Verifier:
                 self.progress("timing" + (f" in {len(more) + 1} processes a side" if more else ""))
                 scale = judge.timed_scale(results)  # every timed call's inputs scaled so
                 wide_timed = wide if scale != 1.0 else None
-                calls = judge.TimedCalls(task, scales, wide_timed, misses)
+                calls = judge.TimedCalls(task, scales, wide_timed, misses.get(scale, {}))
                 budget = dataclasses.replace(
                     self._budget(task), input_scale=scale, outputs_settled=calls.settled
                 )

@@ -333,6 +333,7 @@ def test_discovery_finds_both_formats_and_says_what_it_passed_over(tmp_path: Pat
         ("kb/clamp_rows", "kernelbench"),
         ("kb/l1_rows", "kernelbench"),
         ("kb/relu_mlp", "kernelbench"),
+        ("kb/relu_mm_plain_weight", "kernelbench"),
         ("kb/softmax_rows", "kernelbench"),
     ]
     why = {p.relative_to(root).as_posix(): r for p, r in ((s.path, s.reason) for s in skipped)}

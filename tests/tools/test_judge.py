@@ -660,6 +660,19 @@ def test_how_far_honest_timed_outputs_may_be_from_the_references() -> None:
     judge.reference_misses(gelu, {"kernel_miss": {"y": 0.05}}, into)
     judge.reference_misses(gelu, {"kernel_miss": {"y": -1}}, into)
     assert into == {"y": math.inf}
+    # no float64 forward: the trial's truth was the reference's own forward, missed by
+    # nothing, so a timed call gets one tolerance, not two (a GEMM in TF32 only when timed
+    # passed every drift test at two)
+    native = {"reference": "PyTorch eager", "meta": [{"dtype": "float32"}] * 2}
+    into = {}
+    judge.reference_misses(kb, native, into)
+    assert into == {"output 0": 0.0, "output 1": 0.0}
+    assert judge.honest_times(kb, "output 0", into) == 1.0
+    judge.reference_misses(kb, {"native_slack": [0.3, 0.1]}, into)  # another trial's float64
+    assert into == {"output 0": 0.3, "output 1": 0.1}
+    into = {}
+    judge.reference_misses(kb, {"reference": "PyTorch eager in float64"}, into)
+    assert into == {}  # float64 ran but said nothing: unknown, as before
 
 
 def _off_every_call(
