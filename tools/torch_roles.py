@@ -299,7 +299,7 @@ def float64_nan(samples: list[Any], out64: Any) -> int:
     return int(torch.stack(counts).sum()) if counts else 0
 
 
-def _room_for_float64(need: dict[str, int] | None, beside: int = 0) -> bool:
+def _room_for_float64(need: dict[str, int] | None) -> bool:
     """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
     inputs and outputs beside the native inputs and model held), and then, beside its float64
     outputs kept, the candidate's run of it (weights, inputs, outputs, and two runs' copies
@@ -308,14 +308,13 @@ def _room_for_float64(need: dict[str, int] | None, beside: int = 0) -> bool:
     GPU's whole memory, not what is free now, which the candidate's worker (its imports, its
     forward's cache) decides: what it holds cannot choose the reference's precision (where it
     leaves the float64 forward short anyway, that forward fails and the native one stands, as
-    before). `beside`: bytes more held through it all (the native outputs, kept whole for
-    native_slack). True where the size is unknown."""
+    before). True where the size is unknown."""
     import torch
 
     if not need:
         return True
     candidate = need["w"] + need["in"] + 3 * need["out"]
-    held = need["w"] + need["in"] + beside + (2 << 30)  # native trial's, contexts, flush
+    held = need["w"] + need["in"] + (2 << 30)  # the native trial's, two contexts, flush buffers
     wanted = held + need["out64"] + max(need["w64"] + need["in64"], candidate)
     return int(torch.cuda.mem_get_info()[1]) >= wanted
 
@@ -343,9 +342,12 @@ def _expected(
         inputs = runner.inputs(seed, sizes, trial.get("scale", 1.0))
         sums = tensor_checksums(inputs)
         room = _room_for_float64(need)
-        # the native outputs kept whole through the float64 forward where the GPU holds both
-        whole = room and _room_for_float64(need, need["out"] if need else 0)
-        native = runner.build(weights, sizes, keep=True, twin=True)(*inputs)
+        # the native outputs kept whole through the float64 forward where the GPU holds both,
+        # and the candidate's run of the trial beside them (it runs its next trial meanwhile)
+        whole = room and _room_whole(need)
+        model = runner.build(weights, sizes, keep=True, twin=True)
+        drawn = runner._rng()  # as the forward found them: a run again draws what it drew
+        native = model(*inputs)
         native_meta = described(native)
         samples = _samples(native, whole) if room else []  # for their distance from float64
         del native
@@ -359,10 +361,15 @@ def _expected(
             out = _float64(runner, weights, sizes, inputs)
         if out is not None and not whole:  # its temporaries gone: the native forward again
             inputs = None  # made afresh there (the forward may have written them)
-            samples = _native_again(runner, weights, sizes, trial, samples) or samples
-        rms64 = None if out is None else float64_rms(samples, out)
-        slack = None if out is None else native_slack(samples, out, native_meta, rms64)
-        nan64 = None if out is None else float64_nan(samples, out)
+            samples = _native_again(runner, weights, sizes, trial, samples, drawn) or samples
+        rms64, slack, nan64 = None, None, None
+        if out is not None:
+            try:
+                rms64, slack, nan64 = _measures(samples, out, native_meta)
+            except torch.cuda.OutOfMemoryError:  # a chunk's temporaries: with the sample
+                samples = _thinned(samples)
+                torch.cuda.empty_cache()
+                rms64, slack, nan64 = _measures(samples, out, native_meta)
         del samples
         if out is None:
             torch.cuda.empty_cache()
@@ -403,20 +410,54 @@ def _expected(
     compare_here(w, i, kept)
 
 
+def _measures(samples: list[Any], out: Any, meta: list[dict[str, Any]]) -> tuple[Any, Any, int]:
+    """float64_rms, native_slack and float64_nan of a trial's picked outputs."""
+    rms64 = float64_rms(samples, out)
+    return rms64, native_slack(samples, out, meta, rms64), float64_nan(samples, out)
+
+
+def _room_whole(need: dict[str, int] | None) -> bool:
+    """Whether the native outputs can stay whole on the GPU through the float64 forward with
+    everything beside them at once, added up (not the larger of the float64 forward's and the
+    candidate's needs, as _room_for_float64 allows): the native trial's model, inputs and
+    outputs, the float64 forward's model, inputs and outputs, the candidate's run of the trial
+    meanwhile (its model, inputs and three copies of its outputs), and a float64 chunk's
+    temporaries (native_slack). Else the native forward runs again after the float64 one
+    (_native_again)."""
+    import torch
+
+    if not need:  # sizes unknown: kept whole, and where the float64 forward then runs out
+        return True  # of memory, it runs again with a sample (_expected)
+    candidate = need["w"] + need["in"] + 3 * need["out"]
+    chunks = 8 * CHUNK_ELEMENTS * 8  # a few float64 temporaries of a chunk at a time
+    wanted = need["w"] + need["in"] + need["out"] + (2 << 30)
+    wanted += need["w64"] + need["in64"] + need["out64"] + candidate + chunks
+    return int(torch.cuda.mem_get_info()[1]) >= wanted
+
+
 def _native_again(
-    runner: Any, weights: int, sizes: dict[str, int], trial: dict[str, Any], first: list[Any]
+    runner: Any,
+    weights: int,
+    sizes: dict[str, int],
+    trial: dict[str, Any],
+    first: list[Any],
+    drawn: Any = None,
 ) -> Any:
-    """The native forward run again on the trial's inputs made afresh, its outputs picked
-    whole (_samples), beside the float64 outputs once the float64 forward's weights, inputs
-    and temporaries are gone. None (the first run's sample stands) where even that runs out
-    of GPU memory, or where it did not give what the first run gave at the sample's places,
-    bit for bit (a forward that draws random numbers, or sums in no fixed order): only the
-    forward the float64 one was measured against may widen a tolerance."""
+    """The native forward run again on the trial's inputs made afresh (the generators as the
+    first run found them, `drawn`), its outputs picked whole (_samples), beside the float64
+    outputs once the float64 forward's inputs and temporaries are gone. None (the first
+    run's sample stands) where even that runs out of GPU memory, or where it did not give what
+    the first run gave at the sample's places, bit for bit (NaN where NaN was; a forward that
+    sums in no fixed order): only the forward the float64 one was measured against may widen
+    a tolerance."""
     import torch
 
     try:
         inputs = runner.inputs(trial["seed"], sizes, trial.get("scale", 1.0))
-        again = _samples(runner.build(weights, sizes, keep=True)(*inputs), whole=True)
+        model = runner.build(weights, sizes, keep=True)
+        if drawn is not None:
+            runner._rng(drawn)
+        again = _samples(model(*inputs), whole=True)
     except torch.cuda.OutOfMemoryError:
         torch.cuda.empty_cache()
         return None
@@ -424,9 +465,18 @@ def _native_again(
     for was, now in zip(first, again, strict=True):
         if (was is None) != (now is None):
             return None
-        if was is not None and not torch.equal(now[0][:: was[1]].to(was[0].dtype), was[0]):
+        if was is not None and not _same(now[0][:: was[1]].to(was[0].dtype), was[0]):
             return None
     return again
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Bit for bit but NaN, which is NaN in both (torch.equal says NaN differs from itself)."""
+    import torch
+
+    return a.shape == b.shape and bool(
+        torch.all((a == b) | (torch.isnan(a) & torch.isnan(b))).item()
+    )
 
 
 def _on_device(out: Any) -> list[Any]:

@@ -62,6 +62,9 @@ def _fakes(monkeypatch: pytest.MonkeyPatch, w: _Worker, done: list[str]) -> None
             done.append("runner shared" if share else "runner")
             self.kept: dict[Any, Any] = {}
 
+        def _rng(self, state: Any = None) -> Any:  # the generators' states (none here)
+            return None
+
         def build(
             self,
             seed: int,
@@ -375,14 +378,28 @@ def test_the_native_forward_again_counts_only_where_it_repeats_the_first(
         def build(self, seed: int, sizes: dict[str, int], keep: bool = False) -> Any:
             return self.forward
 
+        def _rng(self, state: Any = None) -> Any:
+            if state is None:
+                return torch.get_rng_state()
+            torch.set_rng_state(state)
+            return None
+
     trial = {"seed": 3, "sizes": {}}
     first = torch_roles._samples(base * 2)
-    again = torch_roles._native_again(Runner(lambda x: x * 2), 0, {}, trial, first)
+    twice = Runner(lambda x: x * 2)
+    again = torch_roles._native_again(twice, 0, {}, trial, first)
     assert again is not None and again[0][1] == 1 and again[0][0].numel() == base.numel()
-    noisy = torch_roles._native_again(
-        Runner(lambda x: x * 2 + 1e-3 * torch.rand_like(x)), 0, {}, trial, first
-    )
-    assert noisy is None
+    noisy = Runner(lambda x: x * 2 + 1e-3 * torch.rand_like(x))
+    assert torch_roles._native_again(noisy, 0, {}, trial, first) is None
+    # a forward that draws random numbers repeats itself from the generators it found
+    drawn = noisy._rng()
+    first = torch_roles._samples(noisy.forward(base))
+    assert torch_roles._native_again(noisy, 0, {}, trial, first, drawn) is not None
+    # NaN where the first run had NaN is the same run
+    holes = base.clone()
+    holes[::7] = float("nan")
+    first = torch_roles._samples(holes * 2)
+    assert torch_roles._native_again(Runner(lambda x: holes * 2), 0, {}, trial, first)
 
     def oom(x: Any) -> Any:
         raise torch.cuda.OutOfMemoryError("out of memory")
