@@ -166,9 +166,11 @@ class Pool:
             ]  # fmt: skip
             return Sandbox(label, self.memory, command=command)
         if kind == "torch-cand":
-            return Sandbox(
+            box = Sandbox(
                 label, self.memory, seed_cache=self.cache, warm_torch=True, cpus=cpus, gpu_now=now
             )
+            box.host_code = True  # the candidate's Python runs in it: its pauses are watched
+            return box
         torch = kind == "torch-ref"
         return Sandbox(
             label, self.memory, cupy_cache=self.cache, warm_torch=torch, cpus=cpus, gpu_now=now

@@ -148,6 +148,9 @@ class Sandbox:
         self._watching = False
         self.pauses = 0
         self.woke: list[str] = []
+        # whether it runs a candidate's host code (a KernelBench candidate's worker), which
+        # can ask the kernel to wake it: only such a worker's pauses are watched
+        self.host_code = False
         self.command = command or [
             sys.executable,
             "-m",

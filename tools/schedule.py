@@ -231,10 +231,11 @@ def _probe(
 @contextlib.contextmanager
 def _paused(*boxes: Sandbox) -> Iterator[None]:
     """The workers and everything they started stopped meanwhile, and let go after, come what
-    may. A candidate's pause is watched (Sandbox.pause): the reference's process is ours."""
+    may. A worker that runs a candidate's host code is watched (Sandbox.pause): a CUDA
+    kernel cannot ask the kernel to wake its process, and the reference's process is ours."""
     with contextlib.ExitStack() as stack:
         for box in boxes:
-            box.pause(watch=not box.label.startswith("reference"))
+            box.pause(watch=box.host_code)
             stack.callback(box.resume)
         yield
 

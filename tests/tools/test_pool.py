@@ -104,3 +104,16 @@ def test_for_options_gives_the_pool_a_verifier_would_make(monkeypatch: pytest.Mo
         assert verifier.pool is made and verifier.processes == made.processes["kernelbench"]
     finally:
         verifier.close()
+
+
+def test_only_a_kernelbench_candidates_worker_runs_host_code_and_is_watched() -> None:
+    """A KernelBench candidate's Python runs in its worker, which can ask the kernel to wake
+    it from a pause: that worker's pauses are watched (Sandbox.host_code); a CUDA kernel's
+    worker and every reference's are not."""
+    p = pool.Pool("nvrtc", 1 << 30, None, set(), 10.0, {})
+    try:
+        assert p.new("torch-cand", "candidate").host_code
+        for kind in ("torch-ref", "cuda", "compile"):
+            assert not p.new(kind, "other").host_code
+    finally:
+        p.close()

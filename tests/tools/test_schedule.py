@@ -26,6 +26,7 @@ class FakeWorker:
         self.in_batch = False  # a round seen since its last pause or probe
         self.probes = 0
         self.label = name
+        self.host_code = name.startswith("cand")  # a KernelBench candidate's, say
         self.watched: list[bool] = []  # each pause: whether it was to be seen to hold
 
     def pin(self, cpus: set[int]) -> None:
@@ -96,8 +97,9 @@ def test_turns_pauses_and_the_same_rounds_on_both_sides() -> None:
 
 
 def test_only_the_candidates_pauses_are_watched() -> None:
-    """A pause of the candidate's worker is seen to hold (Sandbox.pause's watch: its threads
-    counted while stopped); the reference's worker is ours, and its pauses are not counted."""
+    """A pause of a worker that runs the candidate's host code is seen to hold (Sandbox.pause's
+    watch: its threads counted while stopped); the reference's worker is ours, and its pauses
+    are not counted."""
     log: list[str] = []
     ref, cand = FakeWorker("reference", log, 1.0), FakeWorker("candidate", log, 0.5)
     _run(ref, cand, min_rounds=16, batch=8, seconds=0.0)
