@@ -304,6 +304,9 @@ WAKER = """
 
     def wake_every_ms() -> None:  # the kernel sends this process SIGCONT every millisecond
         libc = ctypes.CDLL(None, use_errno=True)
+        # a mask inherited from whoever started it (a test run's may block SIGCONT) would
+        # leave the first timer signal pending and every later one an overrun
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCONT})
         signal.signal(signal.SIGCONT, lambda *a: None)
         event, timer = SigEvent(None, int(signal.SIGCONT), 0), ctypes.c_void_p()
         assert libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)) == 0
