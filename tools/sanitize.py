@@ -73,6 +73,8 @@ def parse(tool: str, run: Any) -> tuple[int | None, list[str]]:
     if not isinstance(run, dict):
         text = str(run)[-200_000:]
         return _worst(_summary_counts(text.splitlines())), _findings(text)
+    if _ended_otherwise(run):  # killed (its summary with it), or the program's own exit code
+        return None, []
     report = str(run.get("report", ""))[-200_000:]
     lines = run.get("summaries")
     lines = [str(x) for x in lines] if isinstance(lines, list) else report.splitlines()
@@ -99,9 +101,20 @@ def _worst(counts: list[int]) -> int | None:
     return max(counts) if counts else None
 
 
+def _ended_otherwise(run: dict[str, Any]) -> bool:
+    """Whether the sanitizer itself was killed by a signal (a negative code): the program can
+    kill its parent before the real summary, after writing one of its own into the report
+    where it can reach it. No summary counts then: the run did not finish. (An exit code of
+    the program's own, passed on, comes after the sanitizer's real summary, which counts.)"""
+    code = run.get("code")
+    return isinstance(code, int) and code < 0
+
+
 def _last_said(run: Any) -> str:
     """A run's last line: the program's, where it said anything (why it never summarised),
     else the report's."""
+    if isinstance(run, dict) and _ended_otherwise(run):
+        return f"compute-sanitizer ended with exit code {run.get('code')}"
     if isinstance(run, dict):
         return _last_line(str(run.get("program") or "") or str(run.get("report") or ""))
     return _last_line(str(run))

@@ -313,6 +313,15 @@ def test_the_programs_own_output_never_stands_for_the_sanitizers_report() -> Non
     assert not sanitize.judge({"type": "sanitized", "tools": {"memcheck": coded}}, []).ok
     clean = {t: _run(CLEAN) for t in sanitize.TOOLS}
     assert sanitize.judge({"type": "sanitized", "tools": clean}, [{"N": 1000}]).ok
+    # the program killed the sanitizer (its parent) after writing a summary of its own into
+    # the report: a run whose sanitizer a signal ended did not finish, whatever it says
+    killed = sanitize.judge(
+        {"type": "sanitized", "tools": {"memcheck": _run(CLEAN, code=-9)}}, [], ("memcheck",)
+    )
+    assert not killed.ok and "exit code -9" in killed.reason
+    # the program's own exit code, passed on after the sanitizer's real summary: that counts
+    passed_on = {t: _run(CLEAN, code=3) for t in sanitize.TOOLS}
+    assert sanitize.judge({"type": "sanitized", "tools": passed_on}, [{"N": 1000}]).ok
 
 
 def test_the_sanitizers_worker_keeps_the_report_apart_and_the_watched_child_none_of_it(
