@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -396,24 +397,30 @@ class Sandbox:
     def _threads(self) -> dict[int, tuple[str, int]]:
         """Every thread of the tree: its state letter and its context switches so far."""
         out: dict[int, tuple[str, int]] = {}
+        for pid, tid in self._tasks():
+            state, switches = "?", 0
+            try:
+                text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+            except OSError:  # gone: it exited (or was reaped) meanwhile
+                continue
+            for line in text.splitlines():
+                if line.startswith("State:"):
+                    state = line.split()[1]
+                elif line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt")):
+                    switches += int(line.split()[1])
+            out[tid] = (state, switches)
+        return out
+
+    def _tasks(self) -> Iterator[tuple[int, int]]:
+        """(process, thread) of every thread of the tree, as /proc lists them now."""
         for pid in self._tree():
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 continue
             for tid in tids:
-                state, switches = "?", 0
-                try:
-                    text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
-                except OSError:  # gone: it exited (or was reaped) meanwhile
-                    continue
-                for line in text.splitlines():
-                    if line.startswith("State:"):
-                        state = line.split()[1]
-                    elif line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt")):
-                        switches += int(line.split()[1])
-                out[int(tid)] = (state, switches)
-        return out
+                with contextlib.suppress(ValueError):
+                    yield pid, int(tid)
 
     def _stopped(self, wait_s: float) -> dict[int, tuple[str, int]] | None:
         """The tree's threads once every one has stopped and two looks a millisecond apart
@@ -439,14 +446,9 @@ class Sandbox:
             return
         main, rest = {max(cpus)}, (cpus - {max(cpus)}) or cpus
         timed = self._timed_pid()
-        for pid in self._tree():
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                with contextlib.suppress(OSError, ValueError):
-                    os.sched_setaffinity(int(tid), main if int(tid) == timed else rest)
+        for _, tid in self._tasks():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, main if tid == timed else rest)
 
     def _timed_pid(self) -> int:
         """The process that runs the calls: a confined worker's PID 1 in its own namespace
