@@ -55,11 +55,14 @@ ERROR_EXIT = 87
 
 
 def summary_lines(report: str) -> list[str]:
-    """Every summary line of a tool's whole report (its stdout), however long the report grew
-    (the report travels cut to its last 200,000 characters; these lines travel whole)."""
-    return [
+    """The summary lines of a tool's whole report (its stdout), however long the report grew
+    (the report travels cut to its last 200,000 characters; these lines travel whole): at
+    most 64, the worst first, so lines written into the report ahead of the sanitizer's own,
+    however many, cannot push it out."""
+    lines = [
         ln.strip()[:300] for ln in report.splitlines() if _RACES.search(ln) or _SUMMARY.search(ln)
-    ][:64]
+    ]
+    return sorted(lines, key=lambda ln: -max(_summary_counts([ln]), default=0))[:64]
 
 
 def parse(tool: str, run: Any) -> tuple[int | None, list[str]]:

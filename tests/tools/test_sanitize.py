@@ -300,6 +300,10 @@ def test_the_programs_own_output_never_stands_for_the_sanitizers_report() -> Non
     long["report"] = long["report"][-200_000:]
     assert "RACECHECK SUMMARY" not in long["report"]
     assert sanitize.parse("racecheck", long)[0] == 1
+    # a hundred summaries got into the report ahead of the real one: the worst still travels
+    crowded = _run(forged * 100 + RACE)
+    assert len(crowded["summaries"]) == 64
+    assert sanitize.parse("racecheck", crowded)[0] == 1
     # nothing but the program's text: no summary of the sanitizer's, so no pass
     alone = sanitize.judge(
         {"type": "sanitized", "tools": {"memcheck": _run("", program=CLEAN)}},
