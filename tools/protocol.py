@@ -108,6 +108,24 @@ ANY = Expect()
 _os_write = os.write  # bound at import: a candidate rebinding os.write later does not reach it
 
 
+# How deep a header's lists and objects may nest (ours nest four at most): one nested
+# hundreds deep parses, and then any repr, == or dumps of it further down the stack (a
+# verdict's reason quoting what a worker said) raised RecursionError out of the check
+MAX_HEADER_DEPTH = 32
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value`'s lists and dicts nest deeper than `limit` (iterative: no recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            todo += [(v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)]
+    return False
+
+
 class ProtocolError(Exception):
     """The peer broke the protocol: closed early, sent garbage or an oversized frame."""
 
@@ -234,6 +252,8 @@ class FrameReader:
             raise ProtocolError("header is not JSON") from None
         if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
             raise ProtocolError("header is not a JSON object")
+        if _deeper_than(header, MAX_HEADER_DEPTH):
+            raise ProtocolError(f"header is nested deeper than {MAX_HEADER_DEPTH}")
         announced = header.get("arrays", [])
         if header.get("type") == "error":
             if announced:

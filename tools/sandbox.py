@@ -54,6 +54,9 @@ _F_SETPIPE_SZ = 1031
 # STOP_WAIT_S is the most a pause waits for that before it says the tree did not stop.
 _STOPPED = frozenset("TtZX")
 STOP_WAIT_S = 0.5
+# The most processes a walk of a worker's tree lists: past it a watched pause is not believed
+# (a candidate made 4,100 zombies to leave a spinner unseen, outside every SIGSTOP)
+TREE_MAX = 4096
 REASON_CHARS = 2000  # what any text a worker controls may add to a verdict's reason
 
 
@@ -152,6 +155,7 @@ class Sandbox:
         # whether it runs a candidate's host code (a KernelBench candidate's worker), which
         # can ask the kernel to wake it: only such a worker's pauses are watched
         self.host_code = False
+        self.tree_cut = False  # the last walk of its tree stopped at TREE_MAX processes
         self.command = command or [
             sys.executable,
             "-m",
@@ -429,6 +433,8 @@ class Sandbox:
         last: dict[int, tuple[str, int]] | None = None
         while time.monotonic() < deadline:
             now = self._threads()
+            if self.tree_cut:  # processes past the walk's cap were neither stopped nor seen
+                return None
             if now and all(st in _STOPPED for st, _ in now.values()):
                 if now == last:
                     return now
@@ -467,7 +473,7 @@ class Sandbox:
         assert self.proc is not None
         pids: list[int] = []
         todo = [self.proc.pid]
-        while todo and len(pids) < 4096:
+        while todo and len(pids) < TREE_MAX:
             pid = todo.pop()
             pids.append(pid)
             try:
@@ -479,6 +485,7 @@ class Sandbox:
                     todo += [
                         int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
                     ]
+        self.tree_cut = bool(todo)  # more than TREE_MAX: the rest was not seen
         return pids
 
     def _rss_bytes(self) -> int:

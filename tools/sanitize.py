@@ -35,6 +35,7 @@ TORCH_TOOLS = ("memcheck", "racecheck", "synccheck")
 KIND_TOOLS = {"cuda": TOOLS, "kernelbench": TORCH_TOOLS, "cpp": TOOLS}  # for each task kind
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
 _RACES = re.compile(r"RACECHECK SUMMARY:.*?\((\d+)\s+errors?,\s*(\d+)\s+warnings?")
+_RACES_PARTS = re.compile(r"\((\d+)\s+errors?,\s*(\d+)\s+warnings?")  # on a summary's line
 _NOISE = re.compile(r"^=+\s*(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|$)")
 
 
@@ -60,7 +61,9 @@ def summary_lines(report: str) -> list[str]:
     most 64, the worst first, so lines written into the report ahead of the sanitizer's own,
     however many, cannot push it out."""
     lines = [
-        ln.strip()[:300] for ln in report.splitlines() if _RACES.search(ln) or _SUMMARY.search(ln)
+        ln.strip()[-300:]  # its end: the sanitizer's own summary ends the line it is on
+        for ln in report.splitlines()
+        if _RACES.search(ln) or _SUMMARY.search(ln)
     ]
     return sorted(lines, key=lambda ln: -max(_summary_counts([ln]), default=0))[:64]
 
@@ -91,12 +94,15 @@ def parse(tool: str, run: Any) -> tuple[int | None, list[str]]:
 
 
 def _summary_counts(lines: list[str]) -> list[int]:
+    """Every count of every summary in these lines: text glued ahead of the sanitizer's own
+    summary on its line (no newline) can only add a count, never stand for it."""
     counts = []
     for ln in lines:
-        if races := _RACES.search(ln):  # a hazard it only warns of is still a race
-            counts.append(int(races[1]) + int(races[2]))
-        elif m := _SUMMARY.search(ln):
-            counts.append(int(m[1]))
+        # a hazard it only warns of is still a race
+        counts += [int(m[1]) + int(m[2]) for m in _RACES.finditer(ln)]
+        counts += [int(m[1]) for m in _SUMMARY.finditer(ln)]
+        if "RACECHECK SUMMARY" in ln:  # each bracket on a summary's line
+            counts += [int(m[1]) + int(m[2]) for m in _RACES_PARTS.finditer(ln)]
     return counts
 
 

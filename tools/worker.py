@@ -25,6 +25,17 @@ from .confine import confine
 from .protocol import FrameReader, write_message
 from .serving import Worker
 
+PR_SET_DUMPABLE = 4
+
+
+def _undumpable() -> None:
+    """This process's /proc files (its fds, its memory) out of reach of every process of the
+    same user, the candidate's code it starts included: the sanitizer's watched child runs a
+    KernelBench candidate's Python beside this worker, in its PID namespace, and reopening
+    /proc/1/fd/N wrote a forged report into this worker's result pipe (a red-team review).
+    Set where no candidate code has run yet; ptrace-style access then needs CAP_SYS_PTRACE."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
 
 def _harden(limits: dict[str, int], notes: list[str]) -> list[str]:
     """Limits the worker puts on itself before any task or candidate code is loaded."""
@@ -337,6 +348,7 @@ def main() -> None:
         kind, role = worker.task.kind, job["role"]
         cubin = bytes(arrays[0]) if arrays else None
         if role == "sanitize":
+            _undumpable()  # before the watched child runs a candidate's code beside it
             cuda_roles.sanitize(worker, cubin)
         elif kind == "cuda" and role == "once":
             cuda_roles.cuda_run_once(worker, cubin)

@@ -140,6 +140,12 @@ def test_a_header_nested_past_pythons_stack_is_a_protocol_error(pipe: tuple[int,
     with pytest.raises(ProtocolError, match="not JSON"):
         FrameReader(r).read_message(_soon())
     done.join()
+    # one that parses but nests past any header of ours: refused before anything quotes it
+    write_frame(w, json.dumps({"meta": [{"shape": [[1, 2]]}]}).encode())
+    assert FrameReader(r).read_message(_soon())[0]["meta"] == [{"shape": [[1, 2]]}]
+    write_frame(w, b'{"problem": ' + b"[" * 40 + b"]" * 40 + b"}")
+    with pytest.raises(ProtocolError, match="nested deeper"):
+        FrameReader(r).read_message(_soon())
 
 
 def test_array_length_must_match_header(pipe: tuple[int, int]) -> None:

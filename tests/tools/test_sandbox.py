@@ -342,3 +342,27 @@ def test_a_pause_is_seen_to_hold(payload: Payload, waker: bool) -> None:
         assert said.startswith("its process ran while it was paused, 3 of 3 times (")
     else:
         assert said == "" and box.woke == []
+
+
+def test_a_tree_past_what_a_walk_lists_is_not_believed_stopped(
+    payload: Payload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk of a worker's tree stops at TREE_MAX processes, and a process past it is
+    neither stopped nor seen (a review hid a spinner behind 4,100 zombies): a watched pause of
+    a tree that long says it did not stop."""
+    import kernelwright.tools.sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "TREE_MAX", 3)
+    body = """
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    kids = [subprocess.Popen(sleep) for _ in range(4)]
+    write_message(1, {"ready": True})
+    time.sleep(60)
+    """
+    with Sandbox("candidate", command=payload(body)) as box:
+        box.send({})
+        assert box.receive(20, "starting")[0]["ready"]
+        box.pause()
+        box.resume()
+        assert box.tree_cut
+        assert "did not stop" in box.ran_while_paused()

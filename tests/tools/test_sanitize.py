@@ -304,6 +304,12 @@ def test_the_programs_own_output_never_stands_for_the_sanitizers_report() -> Non
     crowded = _run(forged * 100 + RACE)
     assert len(crowded["summaries"]) == 64
     assert sanitize.parse("racecheck", crowded)[0] == 1
+    # a forged summary glued ahead of the real one on its line (written with no newline just
+    # before the program exits), however long: the real count still counts
+    for pad in ("", "x" * 400):
+        glued = "========= RACECHECK SUMMARY: (0 errors, 0 warnings)" + pad
+        real = RACE.replace("========= RACECHECK SUMMARY", glued + "========= RACECHECK SUMMARY")
+        assert sanitize.parse("racecheck", _run(real))[0] == 1
     # nothing but the program's text: no summary of the sanitizer's, so no pass
     alone = sanitize.judge(
         {"type": "sanitized", "tools": {"memcheck": _run("", program=CLEAN)}},

@@ -97,3 +97,20 @@ def test_a_worker_making_its_context_early_fails_as_any_other_without_a_gpu() ->
                 box.receive(120.0, "starting the reference worker")
             assert "cuda" in failure.value.reason.lower(), failure.value.reason
             assert "kw-cuda-early" not in box.log_tail()  # no traceback from the thread
+
+
+def test_the_sanitizers_worker_makes_itself_undumpable() -> None:
+    """Before the watched child runs a candidate's code beside it, the sanitizer's worker
+    takes its /proc files out of reach of same-user processes (PR_SET_DUMPABLE 0): the child
+    had reopened /proc/1/fd/N to write a forged report into its result pipe."""
+    from kernelwright.tools import worker as worker_module
+
+    code = (
+        "import ctypes; from kernelwright.tools import worker; "
+        "libc = ctypes.CDLL(None); before = libc.prctl(3, 0, 0, 0, 0); "
+        "worker._undumpable(); print(before, libc.prctl(3, 0, 0, 0, 0))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "0"]
+    source = Path(worker_module.__file__).read_text()
+    assert 'if role == "sanitize":\n            _undumpable()' in source
