@@ -33,6 +33,7 @@ from kernelwright.tools.builds import BuildCache
 from kernelwright.tools.results import DeviceInfo, TimingResult
 from kernelwright.tools.spec import CudaCandidate
 from kernelwright.tools.task import load_candidate, load_task, reference_candidate
+from kernelwright.tools.timing import roofline_floor_ms
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TASKS = ("gelu", "rowsum", "softmax", "matmul", "stencil", "transpose")
@@ -116,12 +117,8 @@ def _roofline(
     possible, not of what these kernels could reach.)"""
     if timing is None:
         return {"ms": None, "floor_ms": None, "of_floor": None}
-    (rbytes, rflops), floors = work, []
-    if rbytes and device.peak_dram_gbps:
-        floors.append(rbytes / (device.peak_dram_gbps * 1e9) * 1e3)
-    if rflops and device.peak_fp32_tflops:
-        floors.append(rflops / (device.peak_fp32_tflops * 1e12) * 1e3)
-    ms, floor = timing.candidate.median_ms, max(floors, default=None)
+    peaks = (device.peak_dram_gbps, device.peak_fp32_tflops)
+    ms, floor = timing.candidate.median_ms, roofline_floor_ms(*work, *peaks, fp32_times=1.0)
     return {
         "ms": ms,
         "floor_ms": floor,

@@ -166,11 +166,10 @@ class Pool:
             ]  # fmt: skip
             return Sandbox(label, self.memory, command=command)
         if kind == "torch-cand":
-            box = Sandbox(
-                label, self.memory, seed_cache=self.cache, warm_torch=True, cpus=cpus, gpu_now=now
-            )
-            box.host_code = True  # the candidate's Python runs in it: its pauses are watched
-            return box
+            return Sandbox(  # the candidate's Python runs in it: its pauses are watched
+                label, self.memory, seed_cache=self.cache, warm_torch=True, cpus=cpus,
+                gpu_now=now, host_code=True,
+            )  # fmt: skip
         torch = kind == "torch-ref"
         return Sandbox(
             label, self.memory, cupy_cache=self.cache, warm_torch=torch, cpus=cpus, gpu_now=now

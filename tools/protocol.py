@@ -245,14 +245,16 @@ class FrameReader:
     def read_message(
         self, deadline: float, poll: Any = None, expect: Expect = ANY
     ) -> tuple[dict[str, Any], list[Frame]]:
-        raw = self.read_frame(deadline, poll, MAX_HEADER_BYTES)
+        raw = bytes(self.read_frame(deadline, poll, MAX_HEADER_BYTES))
         try:
-            header = json.loads(bytes(raw))
+            header = json.loads(raw)
         except (ValueError, RecursionError):  # a header nested past Python's stack: no verdict
             raise ProtocolError("header is not JSON") from None
         if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
             raise ProtocolError("header is not a JSON object")
-        if _deeper_than(header, MAX_HEADER_DEPTH):
+        if raw.count(b"[") + raw.count(b"{") > MAX_HEADER_DEPTH and _deeper_than(
+            header, MAX_HEADER_DEPTH
+        ):
             raise ProtocolError(f"header is nested deeper than {MAX_HEADER_DEPTH}")
         announced = header.get("arrays", [])
         if header.get("type") == "error":

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,7 @@ class Sandbox:
         warm_torch: bool = False,
         cpus: set[int] | None = None,
         gpu_now: bool = False,
+        host_code: bool = False,
     ) -> None:
         self.label = label
         # The harness's kernels compile once into a cache. It is writable only by workers that
@@ -154,7 +155,7 @@ class Sandbox:
         self.woke: list[str] = []
         # whether it runs a candidate's host code (a KernelBench candidate's worker), which
         # can ask the kernel to wake it: only such a worker's pauses are watched
-        self.host_code = False
+        self.host_code = host_code
         self.tree_cut = False  # the last walk of its tree stopped at TREE_MAX processes
         self.command = command or [
             sys.executable,
@@ -598,8 +599,18 @@ class Crew:
         return {box.label: box.peak_gpu_bytes for box in self.joined if box.peak_gpu_bytes}
 
     def __exit__(self, *exc: object) -> None:
-        for box in self.boxes:
+        for box in self.boxes:  # as stop_all does, the last joined stopped first
             box.signal_kill()
         for box in reversed(self.boxes):
             box.__exit__(*exc)
         self.boxes.clear()
+
+
+def stop_all(boxes: Iterable[Sandbox]) -> None:
+    """Every worker sent SIGKILL first, then each waited for (as a Crew stops its own): a
+    CUDA context takes a while to go, and one after another their ends added up."""
+    boxes = list(boxes)
+    for box in boxes:
+        box.signal_kill()
+    for box in boxes:
+        box.kill()

@@ -98,10 +98,8 @@ def _summary_counts(lines: list[str]) -> list[int]:
     summary on its line (no newline) can only add a count, never stand for it."""
     counts = []
     for ln in lines:
-        # a hazard it only warns of is still a race
-        counts += [int(m[1]) + int(m[2]) for m in _RACES.finditer(ln)]
         counts += [int(m[1]) for m in _SUMMARY.finditer(ln)]
-        if "RACECHECK SUMMARY" in ln:  # each bracket on a summary's line
+        if "RACECHECK SUMMARY" in ln:  # each bracket on its line (a warned hazard is a race)
             counts += [int(m[1]) + int(m[2]) for m in _RACES_PARTS.finditer(ln)]
     return counts
 

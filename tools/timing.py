@@ -229,12 +229,14 @@ def roofline_floor_ms(
     flops: float | None,
     peak_gbps: float | None,
     peak_fp32_tflops: float | None,
+    fp32_times: float = 16.0,
 ) -> float | None:
-    """The least time the work could take (pure). FLOPs are set against 16x the fp32 rate, a
-    bound above any tensor-core rate for these dtypes, so the floor only rejects the impossible."""
+    """The least time the work could take (pure). FLOPs are set against `fp32_times` the fp32
+    rate: by default 16, a bound above any tensor-core rate for these dtypes, so the floor
+    only rejects the impossible (1: the roofline a kernel without tensor cores could reach)."""
     floors = []
     if bytes_moved and peak_gbps:
         floors.append(bytes_moved / (peak_gbps * 1e9) * 1e3)
     if flops and peak_fp32_tflops:
-        floors.append(flops / (16 * peak_fp32_tflops * 1e12) * 1e3)
+        floors.append(flops / (fp32_times * peak_fp32_tflops * 1e12) * 1e3)
     return max(floors) if floors else None

@@ -299,6 +299,12 @@ def float64_nan(samples: list[Any], out64: Any) -> int:
     return int(torch.stack(counts).sum()) if counts else 0
 
 
+def _candidates(need: dict[str, int]) -> int:
+    """The candidate's run of a trial sized `need`: its weights, inputs, outputs, and two runs'
+    copies handed over."""
+    return need["w"] + need["in"] + 3 * need["out"]
+
+
 def _room_for_float64(need: dict[str, int] | None) -> bool:
     """Whether the GPU holds the float64 forward of a trial sized `need` (its float64 weights,
     inputs and outputs beside the native inputs and model held), and then, beside its float64
@@ -313,9 +319,8 @@ def _room_for_float64(need: dict[str, int] | None) -> bool:
 
     if not need:
         return True
-    candidate = need["w"] + need["in"] + 3 * need["out"]
     held = need["w"] + need["in"] + (2 << 30)  # the native trial's, two contexts, flush buffers
-    wanted = held + need["out64"] + max(need["w64"] + need["in64"], candidate)
+    wanted = held + need["out64"] + max(need["w64"] + need["in64"], _candidates(need))
     return int(torch.cuda.mem_get_info()[1]) >= wanted
 
 
@@ -428,10 +433,9 @@ def _room_whole(need: dict[str, int] | None) -> bool:
 
     if not need:  # sizes unknown: kept whole, and where the float64 forward then runs out
         return True  # of memory, it runs again with a sample (_expected)
-    candidate = need["w"] + need["in"] + 3 * need["out"]
     chunks = 8 * CHUNK_ELEMENTS * 8  # a few float64 temporaries of a chunk at a time
     wanted = need["w"] + need["in"] + need["out"] + (2 << 30)
-    wanted += need["w64"] + need["in64"] + need["out64"] + candidate + chunks
+    wanted += need["w64"] + need["in64"] + need["out64"] + _candidates(need) + chunks
     return int(torch.cuda.mem_get_info()[1]) >= wanted
 
 

@@ -40,7 +40,7 @@ from .errors import NoGpuError
 from .pool import Pool, controller_off, for_options
 from .protocol import START_STEPS, Expect
 from .results import CheckReport, CheckResult, CompileResult, DeviceInfo
-from .sandbox import Crew, Sandbox, WorkerFailure, cap
+from .sandbox import Crew, Sandbox, WorkerFailure, cap, stop_all
 from .task import Candidate, Task
 from .timing import flush_bytes
 from .verify_options import VerifyOptions
@@ -478,10 +478,7 @@ class Verifier:
                     rounds = schedule.run(ref_box, cand_box, budget, self._pin, more)
                 after = nvml.clock_sample()
                 sample()
-                for ref, _ in more:  # timed: nothing more of them (their candidates: below),
-                    ref.signal_kill()  # their CUDA contexts going all at once, not in turn
-                for ref, _ in more:
-                    ref.kill()
+                stop_all(ref for ref, _ in more)  # timed: no more of them (candidates: below)
                 self.pool.release()
                 lap("timing")
                 ref_box.send({"cmd": "done"})
@@ -622,10 +619,7 @@ class Verifier:
                 reason = got.reason if got.ok else f"{where}: {got.reason}"
                 results.append(got.model_copy(update={"process": n, "reason": reason}))
             _next(ref_box, i, trial)
-        for box in boxes[1:]:  # every one told first: their contexts go at once
-            box.signal_kill()
-        for box in boxes[1:]:
-            box.kill()
+        stop_all(boxes[1:])
         return results
 
     def _ready(
