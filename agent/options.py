@@ -56,14 +56,19 @@ def head_start(settings: Settings, task: Path, *, prestart: bool = False) -> Poo
     verifier and loads the task: handed to local_gpu (with the same `prestart`), or closed by
     the caller. The kind is told from the path (a .py is a KernelBench problem); a wrong guess
     costs only idle workers, stopped with the pool. None where there is no GPU (its error then
-    comes where it always did, after any error in the task)."""
+    comes where it always did, after any error in the task). Where the driver's device nodes
+    are here, the workers start before NVML does (its start took hundreds of ms of a one-off
+    check's critical path): the door's own NVML call (jobs.Machine.gpu) then runs beside their
+    imports, and says what is wrong if there is no working GPU after all (the pool is then
+    closed with the machine, its workers never used)."""
     from kernelwright.tools import nvml, pool
     from kernelwright.tools.errors import NoGpuError
 
-    try:
-        nvml.device_info()
-    except NoGpuError:
-        return None
+    if not nvml.nodes_present():
+        try:  # no node where the driver usually puts one: NVML decides
+            nvml.device_info()
+        except NoGpuError:
+            return None
     made = pool.for_options(verify_options(settings, prestart=prestart))
     made.head_start("kernelbench" if task.suffix == ".py" else "cuda")
     return made

@@ -288,6 +288,8 @@ def our_check(problem: KbProblem, timeout_s: float) -> dict[str, Any]:
             who: {k: v / 1e3 for k, v in steps.items()}
             for who, steps in (report.get("worker_start_ms") or {}).items()
         },
+        # the command's own time around the check (before its workers, until the check, ...)
+        "command_s": {k: v / 1e3 for k, v in (report.get("command_ms") or {}).items()},
     }
 
 
@@ -296,6 +298,12 @@ def start_line(starts: dict[str, dict[str, float]]) -> str:
     mine = starts.get("reference") or {}
     steps = ", ".join(f"{k} {v:.1f}" for k, v in mine.items() if v >= 0.05)
     return f" [reference's start: {steps}]" if steps else ""
+
+
+def command_line(spent: dict[str, float]) -> str:
+    """The command's own time around the check: " [command: before the workers 0.4, ...]"."""
+    steps = ", ".join(f"{k} {v:.2f}" for k, v in spent.items() if k != "check")
+    return f" [command: {steps}]" if steps else ""
 
 
 # Run as `python -c THEIRS SRC PROBLEM BUILD_DIR` in a process of its own: KernelBench's eval on
@@ -580,7 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{_x(row.ours.get('speedup'))} in {_s(row.ours.get('wall_s'))} s"
                 + (f" ({phases})" if phases else "")
                 + timing_line(row.ours.get("timing") or {})
-                + start_line(row.ours.get("worker_start_s") or {}),
+                + start_line(row.ours.get("worker_start_s") or {})
+                + command_line(row.ours.get("command_s") or {}),
                 flush=True,
             )
             if not ns.no_theirs:

@@ -4,6 +4,7 @@ them."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -49,6 +50,16 @@ def nvml() -> Iterator[Any]:
             "NVIDIA GPU and its driver"
         ) from None
     yield pynvml
+
+
+# The driver's device nodes: Linux's (/dev/nvidiactl, /dev/nvidia0) and WSL's (/dev/dxg).
+DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")
+
+
+def nodes_present() -> bool:
+    """Whether a GPU driver's device node is here: a look at /dev, no NVML (whose start
+    takes hundreds of ms). Not a promise that a GPU works: `device_info` says that."""
+    return any(os.path.exists(node) for node in DEVICE_NODES)
 
 
 def _handle(n: Any, pci_bus_id: str | None) -> Any:

@@ -74,9 +74,26 @@ MAX_FRAME_BYTES = 4 << 30
 # A worker's own account of its start, in ms a step, sent with its first message ("start_ms"):
 # where a cold check's first seconds go. The controller reports it and decides nothing on it.
 START_STEPS = (
-    "interpreter", "confine", "imports", "job wait", "cuda", "warm-up", "spare wait", "vmm",
+    "interpreter", "confine", "imports", "torch", "meta warm-up", "job wait", "cuda", "warm-up",
+    "spare wait", "vmm",
 )  # fmt: skip
 MAX_HEADER_BYTES = 4 << 20  # a header is JSON: a few KiB, a batch of rounds a few hundred
+
+
+def process_age_ms() -> float | None:
+    """How long this process has run, in ms, from its start as the kernel counts it (field 22
+    of /proc/self/stat, in clock ticks since boot): an interpreter's own start included. None
+    where /proc cannot say."""
+    import os
+    import time
+    from pathlib import Path
+
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started) * 1e3, 1)
 
 
 @dataclass(frozen=True)

@@ -210,8 +210,14 @@ class CheckReport(Result):
     wall_ms: float = 0.0
     phase_ms: dict[str, float] = {}  # where the wall time went: start, reference, compile, ...
     # where the first reference's and candidate's workers spent their start (by label), by
-    # their own account: interpreter, confine, imports, job wait, cuda, warm-up, vmm (ms)
+    # their own account: interpreter, confine, imports, torch, meta warm-up, job wait, cuda,
+    # warm-up, vmm (ms)
     worker_start_ms: dict[str, dict[str, float]] = {}
+    # `kernelwright check`'s own time around the check, ms a step: before the workers (its
+    # interpreter and imports, from the process's start), starting them (NVML where no device
+    # node is seen, and the pool), until the check (the verifier's import, the task's load),
+    # check (the door's job: the verifier's wall_ms and its workers' stop), close
+    command_ms: dict[str, float] = {}
     extensions: tuple[ExtensionBuild, ...] = ()  # a KernelBench candidate's load_inline builds
     # host memory at its peak: the controller's process so far, and each worker's process tree
     # by its label, sampled every 50 ms at most while the controller waited on it

@@ -18,11 +18,12 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .confine import confine
-from .protocol import FrameReader, write_message
+from .protocol import FrameReader, process_age_ms, write_message
 from .serving import Worker
 
 PR_SET_DUMPABLE = 4
@@ -62,13 +63,8 @@ class _Steps:
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
         self.mark = time.monotonic()
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            # field 22 of /proc/self/stat: the process's start, in clock ticks since boot
-            fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-            started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
-            self.ms["interpreter"] = round(
-                max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started) * 1e3, 1
-            )
+        if (age := process_age_ms()) is not None:
+            self.ms["interpreter"] = age
 
     def __call__(self, name: str) -> None:
         now = time.monotonic()
@@ -130,18 +126,23 @@ def _seed_cache(args: list[str]) -> None:
             shutil.copyfile(f, target / f.name)
 
 
-def _imports(torch: bool) -> None:
+def _imports(torch: bool, steps: Callable[[str], None]) -> None:
     """What every check needs, imported while a spare waits: host work only. A spare touches
     no GPU until the controller says so (a "go" or its job), never while another check's
-    rounds are timed."""
+    rounds are timed. `steps` hears each part's end: "imports" (CuPy and the harness),
+    "torch" (PyTorch and its role), "meta warm-up" (below), so a report says which took the
+    start's seconds."""
     import cupy  # noqa: F401
 
     from . import kernelbench, kernels, rounds, runners, sketch, spec, timing  # noqa: F401
 
+    steps("imports")
     if torch:
         import torch as torch_module
 
         from . import torch_roles  # noqa: F401
+
+        steps("torch")
 
         # PyTorch loads its meta device's kernels on their first use, which took 6.2 s on the
         # lent H100's host: the reference sizes its trials on them (torch_roles.sized) before
@@ -149,6 +150,7 @@ def _imports(torch: bool) -> None:
         with torch_module.device("meta"), torch_module.no_grad():
             layer = torch_module.nn.Linear(3, 4)
             layer(torch_module.rand(2, 3)).relu().sum()
+        steps("meta warm-up")
 
 
 def _warm(torch: bool) -> None:
@@ -317,8 +319,7 @@ def main() -> None:
             arrays = [cubin_file.read_bytes()] if cubin_file.is_file() else []
         else:
             torch = "--warm" in args
-            _imports(torch)
-            steps("imports")
+            _imports(torch, steps)
             reader = FrameReader(proto_in)
             job, arrays = reader.read_message(time.monotonic() + 3600)
             steps("job wait")

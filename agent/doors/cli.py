@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -122,11 +123,23 @@ def check(
 ) -> None:
     """Verify and time CANDIDATE against TASK's reference (by default the reference itself)."""
     from kernelwright.agent.options import head_start
+    from kernelwright.tools.protocol import process_age_ms
+
+    # where this command's own time goes around the check, in --json's command_ms
+    spent: dict[str, float] = {"before the workers": process_age_ms() or 0.0}
+    mark = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        spent[name] = round((now - mark) * 1e3, 1)
+        mark = now
 
     settings = load(compile_backend=backend.value if backend else None)
     # one check: no spare workers started for a next one; its own workers start first, and
     # import PyTorch or CuPy while this process imports the verifier and loads the task
     head = head_start(settings, task, prestart=False)
+    lap("starting them")
     try:
         from kernelwright.agent.doors import jobs
         from kernelwright.tools.task import load_candidate, load_task, reference_candidate
@@ -140,17 +153,21 @@ def check(
 
             machine = jobs.Machine(settings, prestart=False, progress=step, pool=head)
             head = None  # the machine's now
+            lap("until the check")
             try:
                 report = jobs.check(
                     machine, loaded, cand, sanitize=sanitize, profile=profile, step=step
                 )
+                lap("check")
             finally:
                 machine.close()
+            lap("close")
     finally:
         if head is not None:  # the task or candidate did not load: its workers stop
             head.close()
     if report.sanitizer is not None and not report.sanitizer.available:
         err.print(f"[yellow]compute-sanitizer did not run: {escape(report.sanitizer.reason)}[/]")
+    report = report.model_copy(update={"command_ms": spent})
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:

@@ -66,3 +66,45 @@ def test_optimize_and_the_doors_get_every_setting_check_gets(
     assert isinstance(head_start(settings, tmp_path / "gelu.toml"), Early)
     off = dataclasses.replace(want, prestart=False)
     assert made == [off, "kernelbench", off, "cuda"]
+
+
+def test_a_head_start_asks_nvml_nothing_where_the_drivers_device_nodes_are_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML's start takes hundreds of ms: where /dev holds the driver's nodes the workers
+    start first, and NVML is left to the door (beside their imports); where it holds none,
+    NVML decides, and no GPU means no workers."""
+    from kernelwright.agent.options import head_start
+    from kernelwright.tools import nvml, pool
+    from kernelwright.tools.errors import NoGpuError
+
+    settings = _settings(tmp_path)
+    asked: list[str] = []
+
+    def no_gpu(*a: Any) -> Any:
+        asked.append("nvml")
+        raise NoGpuError("no NVIDIA GPU here: NVML unavailable (stand-in)")
+
+    class Early:
+        def head_start(self, kind: str) -> None:
+            asked.append(kind)
+
+    monkeypatch.setattr(nvml, "device_info", no_gpu)
+    monkeypatch.setattr(pool, "for_options", lambda o: Early())
+    monkeypatch.setattr(nvml, "nodes_present", lambda: True)
+    assert isinstance(head_start(settings, tmp_path / "19_ReLU.py"), Early)
+    assert asked == ["kernelbench"]  # started, and NVML not waited for
+    monkeypatch.setattr(nvml, "nodes_present", lambda: False)
+    assert head_start(settings, tmp_path / "gelu.toml") is None
+    assert asked == ["kernelbench", "nvml"]  # NVML asked, and no workers
+
+
+def test_device_nodes_are_looked_for_in_dev(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelwright.tools import nvml
+
+    seen: list[str] = []
+    monkeypatch.setattr(nvml.os.path, "exists", lambda p: seen.append(p) or p == "/dev/dxg")
+    assert nvml.nodes_present() is True
+    assert seen == ["/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg"]
+    monkeypatch.setattr(nvml.os.path, "exists", lambda p: False)
+    assert nvml.nodes_present() is False

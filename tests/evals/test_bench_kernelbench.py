@@ -322,6 +322,24 @@ def test_a_checks_worker_starts_reach_its_row_in_seconds(
     assert bench.our_check(problem, 60.0)["worker_start_s"] == {"reference": {"imports": 2.7}}
 
 
+def test_the_commands_own_time_around_the_check_reaches_its_row_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernelwright check`'s command_ms (its start before its workers, the close after the
+    check): the seconds a row's wall holds beyond the check's own, said on its line."""
+    (problem,) = bench.resolve(open_clone(_clone(tmp_path)), [(1, 1)])
+    spent = {"before the workers": 412.0, "starting them": 3.5, "check": 8100.0, "close": 650.0}
+    report = {"verdict": "correct", "wall_ms": 8000.0, "command_ms": spent}
+    monkeypatch.setattr(bench, "kw_check", lambda argv, timeout_s: ({"wall_s": 9.3}, report))
+    row = bench.our_check(problem, 60.0)
+    assert row["command_s"] == {
+        "before the workers": 0.412, "starting them": 0.0035, "check": 8.1, "close": 0.65
+    }  # fmt: skip
+    line = bench.command_line(row["command_s"])
+    assert line == " [command: before the workers 0.41, starting them 0.00, close 0.65]"
+    assert bench.command_line({}) == "" and bench.command_line({"check": 8.1}) == ""
+
+
 def test_the_table_says_where_the_scaled_trial_counted() -> None:
     """From the timing's input scale where the report keeps it, else from the reason (runs
     before it was kept); "no" where the trial did not count, "-" where nothing says."""

@@ -85,6 +85,14 @@ def test_a_2_gib_output_is_checked_without_crossing_the_host(tmp_path: Path) -> 
     assert gpu.get("reference", 0) > 4 * gib and gpu.get("candidate", 0) > 2 * gib, gpu
     assert report["gpu_bytes"]["gpu_needed_bytes"] > 4 * gib, report["gpu_bytes"]
     assert 0.9 < report["timing"]["speedup"] < 1.1
+    # the command's own time around the check, each step said, the check's the largest
+    spent = report["command_ms"]
+    assert set(spent) == {"before the workers", "starting them", "until the check", "check",
+                          "close"}, spent  # fmt: skip
+    assert spent["check"] >= report["wall_ms"] and all(v >= 0 for v in spent.values()), spent
+    assert 0 < spent["before the workers"] < spent["check"], spent
+    start = report["worker_start_ms"]["reference"]
+    assert {"imports", "torch"} <= set(start), start  # PyTorch's own import said apart
 
 
 def test_wrong_only_above_the_problems_batch_is_caught_on_the_gpu(tmp_path: Path) -> None:
