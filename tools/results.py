@@ -92,6 +92,9 @@ class TimingResult(Result):
     # KernelBench: every timed call's inputs had a span scaled by this, as the check's scaled
     # trial's were (1: get_inputs()'s own)
     input_scale: float = 1.0
+    # KernelBench: every timed call's inputs were made by the reference's worker and handed
+    # over (handover.py), and checked there after the call; False: made where they were timed
+    inputs_handed_over: bool = False
     processes: int = 1  # each side timed in this many processes, in turns (KernelBench)
     # the controller's wall time of the workers' warm-ups (with, for KernelBench, the reference's
     # calls a round measured), and of the rounds after them
@@ -230,7 +233,8 @@ class CheckReport(Result):
     # count), gpu_native_peak_bytes (its largest native forward's, float64 copies apart),
     # gpu_free_bytes (the least its trials left free); for a KernelBench problem, sized
     # before any trial ran, gpu_needed_bytes (the estimate its fit was judged by) and
-    # gpu_free_at_start_bytes
+    # gpu_free_at_start_bytes, and timed_in_bytes (a timed call's inputs, which the
+    # reference's worker packs again to hand over)
     gpu_bytes: dict[str, int] = {}
 
     @property

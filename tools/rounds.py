@@ -88,14 +88,66 @@ class TorchRounds:
     def __init__(self, runner: Any, model: Any, clock: Any) -> None:
         self.runner, self.model, self.clock = runner, model, clock
         self.scale = 1.0  # every call's inputs scaled so (the warm-up's command says)
+        self.made: dict[int, Any] = {}  # handover.Packed by token, until witnessed
 
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         """One call: its input set made fresh from `seed` (the problem's own Python, a span
         scaled where the timing is), L2 flushed and the GPU idle, the call timed, its outputs
-        sketched."""
+        sketched. The warm-ups' calls, and every call where no memory can be handed over."""
         inputs = self.runner.fresh_inputs(seed, self.scale)
         self.clock.ready()
         return self._one(inputs, signs)
+
+    def make(self, token: int, seed: int) -> tuple[dict[str, Any], int]:
+        """(The reference's worker.) A timed call's inputs made from `seed` as `round` makes
+        them, packed into memory of their own (handover.pack), kept under `token`; then L2
+        flushed and the GPU idle, as the call is to find it. Returns what the worker that
+        times the call is told (where each input lies, the allocation's size: no seed, no
+        scale) and a new descriptor of the memory (the caller sends and closes it)."""
+        import cupy
+
+        from .handover import pack
+
+        inputs = self.runner.fresh_inputs(seed, self.scale)
+        packed = pack(inputs, cupy.cuda.Device().id)
+        del inputs
+        self.made[token] = packed
+        self.clock.ready()
+        return {"inputs": packed.layout, "size": packed.mapping.size}, packed.mapping.export()
+
+    def handed(self, spec: dict[str, Any], fd: int, signs: tuple[int, int]) -> dict[str, Any]:
+        """One call on inputs handed over as `fd` (make's memory, mapped here): the GPU idle,
+        the call timed, its outputs sketched, the inputs unmapped. L2 was flushed by the
+        worker that made them, and nothing has run since."""
+        import cupy
+
+        from .handover import unpack
+
+        inputs, mapping = unpack(spec["inputs"], int(spec["size"]), fd, cupy.cuda.Device().id)
+        try:
+            self.clock.sync()
+            return self._one(inputs, signs)
+        finally:
+            del inputs
+            self.clock.sync()
+            mapping.unmap()
+
+    def witness(self, token: int) -> tuple[list[str], list[str]]:
+        """(The reference's worker.) The inputs made under `token`: their checksums as made
+        and now, after the call that was handed them; their memory let go here."""
+        from .handover import span_sums
+
+        packed = self.made.pop(token)
+        try:
+            return packed.before, span_sums(packed.mapping.ptr, packed.layout)
+        finally:
+            packed.mapping.unmap()
+
+    def forget_made(self) -> None:
+        """Every input set still kept (a round that failed before its witness) let go."""
+        for packed in self.made.values():
+            packed.mapping.unmap()
+        self.made.clear()
 
     def _one(self, inputs: list[Any], signs: tuple[int, int]) -> dict[str, Any]:
         import torch

@@ -390,6 +390,17 @@ class Sandbox:
                 self.woke.append(f"{len(ran)} of its threads ran (or began) while it was stopped")
         self.signal_tree(signal.SIGCONT)
 
+    def hold(self, stopped: bool) -> None:
+        """The reference's worker (no candidate code runs in it, and nothing of it leaves its
+        process group) stopped, or let go, at once: SIGSTOP or SIGCONT to its group (the
+        confinement's shim and the worker under it), no walk of a tree. Between each of a
+        candidate's timed calls, where pause's walk would cost a millisecond a call."""
+        if self.host_code:
+            raise ValueError("a worker that runs a candidate's code is paused, not held")
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
+
     def ran_while_paused(self) -> str:
         """What the watched pauses found (empty: each held), in words."""
         if not self.woke:

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +93,11 @@ class Rounds:
     call_wall_ms: float = 0.0  # a call's wall time in the reference's worker, where measured
     processes: int = 1  # each side's, taking turns
     process: list[int] = field(default_factory=list)  # per call, which pair of workers timed it
+    # whether the timed calls' inputs were handed over (Budget.handover), and, where they
+    # were to be and could not be, why
+    handover: bool = False
+    handover_problem: str = ""
+    made: int = 0  # input sets made so far (each call's token)
 
     def ms(self, side: str) -> list[float]:
         return [float(r["ms"]) for r in (self.ref if side == "ref" else self.cand)]
@@ -132,6 +139,10 @@ class Budget:
     outputs_settled: Callable[[Sequence[dict[str, Any]], Sequence[dict[str, Any]]], bool] | None = (
         field(default=None, compare=False)
     )
+    # KernelBench, where the GPU shares memory as descriptors: every timed call's inputs made
+    # by its pair's reference worker and handed over (handover.py), never in the candidate's
+    # process; its checksums there before and after the call kept in each reply
+    handover: bool = False
 
 
 # A round's calls add up to about ROUND_MS of the reference's time: the statistics compare
@@ -174,7 +185,10 @@ def _reply(header: dict[str, Any], who: str) -> dict[str, Any]:
     if (
         header.get("type") != "round"
         or not isinstance(result, dict)
-        or not all(isinstance(result.get(k), int | float) and result[k] >= 0 for k in ROUND_KEYS)
+        or not all(
+            isinstance(v := result.get(k), int | float) and math.isfinite(v) and v >= 0
+            for k in ROUND_KEYS
+        )
     ):
         raise WorkerFailure("crashed", f"{who} worker sent no valid samples")
     return result
@@ -198,12 +212,29 @@ def _measure(ref: Sandbox, others: list[Sandbox], budget: Budget) -> tuple[int, 
 
 
 def _round(
-    box: Sandbox, group: list[list[int]], timeout_s: float, phase: str, who: str
+    box: Sandbox,
+    group: list[list[int]],
+    timeout_s: float,
+    phase: str,
+    who: str,
+    maker: tuple[Sandbox, bool, Rounds] | None = None,
 ) -> tuple[float, list[dict[str, Any]]]:
     """A round's calls, a message each, with its input seed and sign seeds. Returns their wall
-    ms by the controller's clock, added up, and their replies."""
+    ms by the controller's clock, added up, and their replies. `maker`: (the pair's reference
+    worker, whether it is paused through this batch, the rounds so far): each call's inputs
+    made there and handed over (_handed_call), its seed never sent to `box`."""
     wall, replies = 0.0, []
     for entry in group:
+        if maker is not None:
+            ref, ref_paused, out = maker
+            with _running(ref, ref_paused):
+                made = _make(ref, entry, out, timeout_s)
+            if made is None:  # it was handed over in the warm-up: the same problem's inputs
+                raise WorkerFailure("crashed", "the reference worker could not hand over inputs")
+            took, reply = _handed_call(box, ref, made, entry, timeout_s, phase, who, ref_paused)
+            wall += took
+            replies.append(reply)
+            continue
         t0 = time.perf_counter()
         box.send({"cmd": "round", "round": entry})
         header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
@@ -278,6 +309,8 @@ def run(
     for box in everyone:  # then pinned (every thread, those the warm-up started too), before
         if pin:  # any call is measured or timed
             box.pin(pin)
+    if budget.handover:  # a few calls on handed-over inputs, each side, dropped: the path warm
+        out.handover = _handover_ready(pairs, budget, out)
     if budget.several_calls:
         out.calls, out.call_wall_ms = _measure(ref, everyone[1:], budget)
     out.warmup_ms = (time.perf_counter() - start) * 1e3
@@ -290,6 +323,114 @@ def run(
             box.spin(0.0)
     out.wall_ms = (time.perf_counter() - start) * 1e3
     return out
+
+
+HANDED_WARMUP = 2  # calls a side, on handed-over inputs, before any is timed
+
+
+def _handover_ready(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) -> bool:
+    """False, with the reason in `out`, where a call's inputs cannot be handed over (an input
+    that is not a tensor nor a plain value): every call's inputs are then made where it is
+    timed. Else each side's worker of every pair times HANDED_WARMUP calls on inputs its
+    pair's reference worker made (results dropped), the other side paused as in the rounds."""
+    seeds = RoundSeeds()
+    first = _make(pairs[0][0], seeds.take(1)[0], out, budget.round_timeout_s)
+    if first is None:
+        return False
+    os.close(first[1])  # a look only: witnessed, and let go, unused
+    _witness(pairs[0][0], first[2], budget.round_timeout_s)
+    for ref, cand in pairs:
+        for box, other, who in ((ref, cand, "reference"), (cand, ref, "candidate")):
+            with _paused(other):
+                _round(box, seeds.take(HANDED_WARMUP), budget.round_timeout_s,
+                       f"warming up the {who} on handed-over inputs", who,
+                       (ref, other is ref, out))  # fmt: skip
+    return True
+
+
+def _make(
+    ref: Sandbox, entry: list[int], out: Rounds, timeout_s: float
+) -> tuple[dict[str, Any], int, int] | None:
+    """The reference's worker makes a call's inputs from the entry's seed (handover.py): what
+    the timing worker is told, the descriptor (the caller closes it) and the call's token;
+    None, with the reason in `out`, where they cannot be handed over."""
+    out.made += 1
+    token = out.made
+    ref.send({"cmd": "make", "token": token, "seed": int(entry[0])})
+    header, _ = ref.receive(timeout_s, "making a timed call's inputs", Expect(sizes=()))
+    if header.get("type") != "made":
+        raise WorkerFailure("crashed", "the reference worker made no inputs to hand over")
+    if "problem" in header:
+        out.handover_problem = str(header["problem"])[:300]
+        return None
+    spec = {"inputs": header.get("inputs"), "size": header.get("size")}
+    if not isinstance(spec["inputs"], list) or type(spec["size"]) is not int:
+        raise WorkerFailure("crashed", "the reference worker described its inputs wrongly")
+    (fd,) = ref.receive_fds(1, timeout_s, "making a timed call's inputs")
+    return spec, fd, token
+
+
+def _witness(ref: Sandbox, token: int, timeout_s: float) -> dict[str, Any]:
+    """The reference's worker's look at the inputs it made under `token`, after their call:
+    their checksums before and after, and how long it first waited for a quiet GPU."""
+    ref.send({"cmd": "witness", "token": token})
+    seen, _ = ref.receive(timeout_s, "checking a timed call's inputs", Expect(sizes=()))
+    if seen.get("type") != "witnessed":
+        raise WorkerFailure("crashed", "the reference worker did not check the inputs it made")
+    return seen
+
+
+@contextlib.contextmanager
+def _running(box: Sandbox, paused: bool) -> Iterator[None]:
+    """The reference's worker let run meanwhile where it is `paused` (through the candidate's
+    batch: it makes and witnesses each call's inputs), stopped again after (Sandbox.hold)."""
+    if not paused:
+        yield
+        return
+    box.hold(False)
+    try:
+        yield
+    finally:
+        box.hold(True)
+
+
+def _handed_call(
+    box: Sandbox,
+    ref: Sandbox,
+    made: tuple[dict[str, Any], int, int],
+    entry: list[int],
+    timeout_s: float,
+    phase: str,
+    who: str,
+    ref_paused: bool,
+) -> tuple[float, dict[str, Any]]:
+    """One call on inputs `ref` made (`made`): the descriptor handed to `box` with the sign
+    seeds only, the call's reply read, then the reference's worker witnesses the inputs
+    (their checksums before and after) once the GPU is quiet. Returns the call's wall ms by
+    the controller's clock, from the message to the reply, with any wait for the GPU the
+    witness met (work the call left running counts on its wall), and its reply with the
+    witness's checksums. `ref_paused`: the reference's worker is stopped through the call
+    (the candidate's batch) and let run only to witness."""
+    spec, fd, token = made
+    try:
+        t0 = time.perf_counter()
+        box.send({"cmd": "handed", "handed": spec, "signs": [int(entry[1]), int(entry[2])]})
+        box.send_fds([fd])
+    finally:
+        os.close(fd)
+    header, _ = box.receive(timeout_s, phase, Expect(sizes=()))
+    wall = (time.perf_counter() - t0) * 1e3
+    reply = _reply(header, who)
+    with _running(ref, ref_paused):
+        seen = _witness(ref, token, timeout_s)
+    waited = seen.get("waited_ms")
+    if isinstance(waited, int | float) and 0 < waited < 1e7:
+        wall += float(waited)
+    return wall, {
+        **reply,
+        "inputs_before": seen.get("before"),
+        "inputs_after": seen.get("after"),
+    }
 
 
 def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) -> None:
@@ -390,8 +531,9 @@ def _pair_of_batches(
                 _us(probed.get("quiet_us"))
             )
             walls[side] = []
+            maker = (ref, side == "cand", out) if out.handover else None
             for group in chunk:
-                wall, replies = _round(box, group, budget.round_timeout_s, phase, who)
+                wall, replies = _round(box, group, budget.round_timeout_s, phase, who, maker)
                 (out.ref if side == "ref" else out.cand).extend(replies)
                 walls[side].append((wall, sum(float(r["ms"]) for r in replies)))
     for (cw, cs), (rw, rs) in zip(walls["cand"], walls["ref"], strict=True):

@@ -121,6 +121,21 @@ class Worker:
                 self.send({"type": "probed", **self._probe(cmd | {"probe": True})})
             elif kind == "round":
                 self.send({"type": "round", "result": rounds.round(*seeds_of(cmd["round"]))})
+            elif kind == "make":  # the reference's: a call's inputs, for the worker timing it
+                self._make(rounds, cmd)
+            elif kind == "handed":  # a call on inputs the reference's worker made
+                fd = self.receive_fds(1)[0]
+                signs = seeds_of([0, *cmd["signs"]])[1]
+                self.send({"type": "round", "result": rounds.handed(cmd["handed"], fd, signs)})
+            elif kind == "witness":  # the reference's: those inputs, after the call
+                # first, until no other context runs: GPU work the call left running would
+                # otherwise run beside this, on no wall (the controller adds the wait to it)
+                t0 = time.perf_counter()
+                self._probe({"probe": True})
+                waited = (time.perf_counter() - t0) * 1e3
+                before, after = rounds.witness(int(cmd["token"]))
+                self.send({"type": "witnessed", "before": before, "after": after,
+                           "waited_ms": waited})  # fmt: skip
             elif kind == "post" and post is not None:
                 gc.enable()
                 self._spin(0.0)
@@ -130,6 +145,22 @@ class Worker:
                 self._spin(0.0)
                 self.send({"type": "done"})
                 return
+
+    def _make(self, rounds: Any, cmd: dict[str, Any]) -> None:
+        """A timed call's inputs made and handed to the controller as a descriptor
+        (rounds.make); an input that cannot be handed over is said, with no descriptor."""
+        from .handover import HandOverError
+
+        try:
+            header, fd = rounds.make(int(cmd["token"]), int(cmd["seed"]))
+        except HandOverError as exc:
+            self.send({"type": "made", "problem": str(exc)[:500]})
+            return
+        try:
+            self.send({"type": "made", **header})
+            self.send_fds([fd])
+        finally:
+            os.close(fd)
 
     def _spin(self, seconds: float) -> None:
         if self.reader is not None:

@@ -88,6 +88,15 @@ class _Timed:
     def round(self, seed: int, signs: tuple[int, int]) -> dict[str, Any]:
         return self.rounds.round(seed, signs)
 
+    def make(self, token: int, seed: int) -> tuple[dict[str, Any], int]:
+        return self.rounds.make(token, seed)
+
+    def handed(self, spec: dict[str, Any], fd: int, signs: tuple[int, int]) -> dict[str, Any]:
+        return self.rounds.handed(spec, fd, signs)
+
+    def witness(self, token: int) -> tuple[list[str], list[str]]:
+        return self.rounds.witness(token)
+
 
 def prepare_timing(runner: Any, job: dict[str, Any]) -> None:
     """The timing's model drawn now, on the host, where the job says its seed: its warm-up

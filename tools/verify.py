@@ -469,9 +469,13 @@ class Verifier:
                 scale = judge.timed_scale(results)  # every timed call's inputs scaled so
                 wide_timed = wide if scale != 1.0 else None
                 calls = judge.TimedCalls(task, scales, wide_timed, misses.get(scale, {}))
+                # a worker that runs the candidate's host code is handed each timed call's
+                # inputs, made in its pair's reference worker (handover.py), where the GPU
+                # shares memory as descriptors
                 budget = dataclasses.replace(
-                    self._budget(task), input_scale=scale, outputs_settled=calls.settled
-                )
+                    self._budget(task), input_scale=scale, outputs_settled=calls.settled,
+                    handover=cand_box.host_code and bool(dev.get("vmm")),
+                )  # fmt: skip
                 self.pool.settle()  # no spare still warming up on the GPU while rounds are timed
                 before = nvml.clock_sample()
                 with controller_off(self._pin, self.pool.others):
@@ -485,6 +489,8 @@ class Verifier:
                 side.after_rounds(ref_box, self.options.run_timeout_s)
                 # the calls judged through the rounds are not judged again
                 verdict, why, _ = calls.judge(rounds.ref, rounds.cand)
+                if not verdict and (written := judge.timed_inputs_written(rounds.cand)):
+                    verdict, why = "wrong", written
                 if verdict and scale != 1.0:
                     why += f" (on inputs x{scale:g}: {judge.SCALED_INPUTS})"
                 if not verdict:
@@ -513,7 +519,13 @@ class Verifier:
                 lap("post-check")
                 timing, problem = verdicts.timing(task, rounds, device, before, after)
                 problem = _woke([cand_box, *(c for _, c in more)]) or problem
-                timing = timing.model_copy(update={"input_scale": scale})
+                timing = timing.model_copy(
+                    update={"input_scale": scale, "inputs_handed_over": rounds.handover}
+                )
+                if rounds.handover_problem:
+                    said = ("timed calls' inputs made in each timing worker, not handed over: "
+                            + rounds.handover_problem)  # fmt: skip
+                    timing = timing.model_copy(update={"notes": (*timing.notes, said)})
                 timing, speedups = side.finish(timing)
                 check = CheckResult(
                     ok=post_result.ok and verdict != "wrong",
@@ -647,7 +659,10 @@ class Verifier:
         peak, free = at_bench.get("gpu_peak_bytes"), at_bench.get("gpu_free_bytes")
         native = at_bench.get("gpu_native_peak_bytes")
         if type(native) is int and native > 0 and type(free_now) is int and free_now > 0:
-            each = native + fit.CONTEXT_BYTES + self._flush_bytes()
+            # a timed call's inputs are also packed in the reference's worker, to hand over
+            # (handover.pack: a copy beside get_inputs()'s own until they are let go)
+            handed = at_bench.get("timed_in_bytes", 0)
+            each = native + fit.CONTEXT_BYTES + self._flush_bytes() + handed
             keep = min(keep, max(0, int(0.85 * free_now - each) // (2 * each)))
             need, began = at_bench.get("gpu_needed_bytes"), at_bench.get("gpu_free_at_start_bytes")
             if type(need) is int and type(began) is int and need > 0 and began > 0:
@@ -738,6 +753,9 @@ class Verifier:
             free = max(free, released(wanted, pci_bus_id))
         if free is not None:
             sizing["gpu_free_at_start_bytes"] = free
+        bench = header["trials"][-1] if header["trials"] else None  # the last: the bench size
+        if isinstance(bench, dict) and type(bench.get("in")) is int and bench["in"] >= 0:
+            sizing["timed_in_bytes"] = bench["in"]  # a timed call's inputs
         if need is None:
             return ""
         sizing["gpu_needed_bytes"] = need.gpu_bytes

@@ -366,3 +366,37 @@ def test_a_tree_past_what_a_walk_lists_is_not_believed_stopped(
         box.resume()
         assert box.tree_cut
         assert "did not stop" in box.ran_while_paused()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_held_reference_worker_stops_with_its_group_and_a_candidates_cannot_be_held(
+    payload: Payload,
+) -> None:
+    """Between a candidate's timed calls the reference's worker is held: SIGSTOP to its
+    process group (a confined worker runs under a shim, its child, in that group), and let go
+    with SIGCONT. A worker that runs a candidate's code is never held: it is paused, watched."""
+    body = """
+    child = os.fork()
+    if child == 0:
+        while True:
+            time.sleep(0.001)
+    write_message(1, {"child": child})
+    while True:
+        time.sleep(0.001)
+    """
+    with Sandbox("reference", command=payload(body)) as box:
+        box.send({})
+        child = box.receive(20, "starting")[0]["child"]
+        box.hold(True)
+        time.sleep(0.05)
+        assert _state(box.proc.pid) == "T" and _state(child) == "T"
+        box.hold(False)
+        time.sleep(0.05)
+        assert _state(box.proc.pid) != "T" and _state(child) != "T"
+    cand = Sandbox("candidate", command=payload("time.sleep(60)\n"), host_code=True)
+    with cand, pytest.raises(ValueError, match="paused, not held"):
+        cand.hold(True)
+

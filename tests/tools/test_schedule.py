@@ -662,3 +662,137 @@ def test_a_candidate_that_ran_while_paused_is_said_by_its_process() -> None:
     assert _woke([box(""), box("")]) == ""
     got = _woke([box(""), box("its process ran while it was paused, 2 of 9 times (x)")])
     assert got.startswith("the candidate's worker (timing process 2): its process ran")
+
+
+class Handing(FakeWorker):
+    """A worker of a KernelBench pair whose timed calls' inputs are handed over: the pair's
+    reference makes each call's inputs ("make", a descriptor back) and witnesses them after
+    the call ("witness"); the timing worker is sent "handed" with the sign seeds only. Logs
+    which worker did what, and whether the reference was held (stopped) meanwhile."""
+
+    def __init__(self, name: str, log: list[str], ms: float, problem: str = "",
+                 waited: float = 0.0) -> None:  # fmt: skip
+        super().__init__(name, log, ms)
+        self.problem, self.waited = problem, waited
+        self.held = False
+        self.made: dict[int, int] = {}  # token -> seed
+        self.last_token = 0
+        self.written_tokens: set[int] = set()
+        self.partner: Handing | None = None  # a candidate's: the reference that makes its inputs
+        self.writes_call = 0  # a candidate's: which of its handed calls writes its inputs
+        self.handed_seen: list[dict[str, Any]] = []
+        self.next_fd = 100
+
+    def hold(self, stopped: bool) -> None:
+        assert not self.host_code
+        self.paused = self.held = stopped  # SIGSTOP or SIGCONT: a pause's too
+        self.log.append(f"{self.name} {'held' if stopped else 'let go'}")
+
+    def send_fds(self, fds: list[int]) -> None:
+        self.log.append(f"{self.name} got a descriptor")
+
+    def receive_fds(self, count: int, timeout_s: float, phase: str) -> list[int]:
+        import os
+
+        r, w = os.pipe()  # a real descriptor: the schedule closes what it forwards
+        os.close(w)
+        return [r]
+
+    def receive(
+        self, timeout_s: float, phase: str, expect: Any = None
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        cmd = self.pending
+        if cmd["cmd"] == "make":
+            self.log.append(f"{self.name} made {cmd['token']}")
+            if self.problem:
+                return {"type": "made", "problem": self.problem}, []
+            self.made[cmd["token"]] = cmd["seed"]
+            self.last_token = cmd["token"]
+            return {"type": "made", "inputs": [{"value": 3}], "size": 2 << 20}, []
+        if cmd["cmd"] == "witness":
+            seed = self.made.pop(cmd["token"])
+            after = "changed" if cmd["token"] in self.written_tokens else f"sum-{seed}"
+            return {"type": "witnessed", "before": [f"sum-{seed}"], "after": [after],
+                    "waited_ms": self.waited}, []  # fmt: skip
+        if cmd["cmd"] == "handed":
+            assert "round" not in cmd and "seed" not in cmd["handed"]
+            self.handed_seen.append(cmd)
+            if self.partner is not None and len(self.handed_seen) == self.writes_call:
+                self.partner.written_tokens.add(self.partner.last_token)  # its memory, written
+            if not self.in_batch:
+                self.in_batch = True
+                self.log.append(f"{self.name} rounds")
+            self.rounds_seen.append(cmd["signs"])
+            return {"type": "round", "result": {"ms": self.ms, "host_ms": 2 * self.ms}}, []
+        return super().receive(timeout_s, phase, expect)
+
+
+def test_every_timed_call_is_handed_inputs_its_pairs_reference_made_and_witnessed() -> None:
+    """KernelBench: each call's inputs are made in the reference's worker from the call's seed
+    and handed over; the worker that times the call is told no seed (sign seeds only); the
+    reference's worker checksums them again after the call, and both checksums reach the
+    call's reply. Through the candidate's batch the reference's worker is held, let go only
+    to make and to witness."""
+    log: list[str] = []
+    ref, cand = Handing("ref", log, 1.0), Handing("cand", log, 0.5)
+    out = _run(ref, cand, min_rounds=16, batch=8, seconds=0.0, handover=True)
+    assert out.handover and not out.handover_problem
+    assert len(out.cand) == len(out.ref) == 16
+    assert all(r["inputs_before"] == r["inputs_after"] for r in out.cand + out.ref)
+    # the warm-up's calls, then the rounds': every one made by the reference, none by the other
+    assert not cand.made and not any(e.startswith("cand made") for e in log)
+    assert sum(e.startswith("ref made") for e in log) == 1 + 2 * 2 + 32  # look, warm-up, rounds
+    assert len(cand.handed_seen) == 2 + 16 and len(ref.handed_seen) == 2 + 16
+    # the candidate's calls: the reference held through each, let go to make and to witness
+    calls = [i for i, e in enumerate(log) if e == "cand got a descriptor"]
+    assert len(calls) == 2 + 16
+    for i in calls:
+        assert log[i - 3 : i] == ["ref let go", log[i - 2], "ref held"], log[i - 3 : i + 3]
+        assert log[i - 2].startswith("ref made")
+        assert log[i + 1 : i + 3] in (["ref let go", "ref held"], ["cand rounds", "ref let go"])
+    # the reference's own calls: it is not held (the candidate is paused, as ever)
+    own = [i for i, e in enumerate(log) if e == "ref got a descriptor"]
+    assert len(own) == 2 + 16 and all(log[i - 1].startswith("ref made") for i in own)
+
+
+def test_a_timed_call_that_writes_its_inputs_reads_changed_by_the_references_witness() -> None:
+    from kernelwright.tools import judge
+
+    log: list[str] = []
+    ref, cand = Handing("ref", log, 1.0), Handing("cand", log, 0.5)
+    out = _run(ref, cand, min_rounds=16, batch=8, seconds=0.0, handover=True)
+    assert judge.timed_inputs_written(out.cand) == ""
+    ref, cand = Handing("ref", [], 1.0), Handing("cand", [], 0.5)
+    cand.partner, cand.writes_call = ref, 2 + 6  # past its two warm-up calls: the sixth timed
+    again = _run(ref, cand, min_rounds=16, batch=8, seconds=0.0, handover=True)
+    said = judge.timed_inputs_written(again.cand)
+    assert "timed call 6 of 16" in said and "input modified: input 0" in said, said
+    assert judge.timed_inputs_written(again.ref) == ""  # the reference's own calls: unwritten
+
+
+def test_the_witness_wait_for_a_quiet_gpu_counts_on_the_calls_wall() -> None:
+    """Work a call left running on the GPU runs beside the reference's witness: the wait for
+    a quiet GPU there is the call's, by the controller's clock."""
+    plain = _run(Handing("ref", [], 1.0), Handing("cand", [], 0.5), min_rounds=16, batch=8,
+                 seconds=0.0, handover=True)  # fmt: skip
+    slow = _run(Handing("ref", [], 1.0, waited=7.0), Handing("cand", [], 0.5), min_rounds=16,
+                batch=8, seconds=0.0, handover=True)  # fmt: skip
+    extra = [s[0] - p[0] for s, p in zip(slow.walls, plain.walls, strict=True)]
+    assert all(6.9 < x < 60 for x in extra), extra
+
+
+def test_inputs_that_cannot_be_handed_over_are_made_where_they_are_timed_and_said() -> None:
+    log: list[str] = []
+    ref = Handing("ref", log, 1.0, problem="input 1 is a Foo: only tensors and plain values")
+    cand = Handing("cand", log, 0.5)
+    out = _run(ref, cand, min_rounds=16, batch=8, seconds=0.0, handover=True)
+    assert not out.handover and "is a Foo" in out.handover_problem
+    assert not cand.handed_seen and len(cand.rounds_seen) == 16
+    assert all("inputs_before" not in r for r in out.cand)
+
+
+def test_without_handover_nothing_is_made_in_the_reference() -> None:
+    log: list[str] = []
+    out = _run(Handing("ref", log, 1.0), Handing("cand", log, 0.5), min_rounds=16, batch=8,
+               seconds=0.0)  # fmt: skip
+    assert not out.handover and not any(" made " in e for e in log)

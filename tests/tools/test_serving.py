@@ -110,3 +110,109 @@ def test_the_warm_ups_scale_reaches_the_rounds_and_nothing_else_is_taken(tmp_pat
             warmup["scale"] = said
         with _served(tmp_path, [warmup, {"cmd": "done"}]) as (rounds, _):
             assert rounds.scales == [taken], said
+
+
+class _Handing(_Rounds):
+    """Rounds whose inputs the reference's worker makes and hands over (handover.py)."""
+
+    def __init__(self, reader: FrameReader, refuse: bool = False) -> None:
+        super().__init__(reader)
+        self.refuse = refuse
+        self.handed_fds: list[int] = []
+        self.witnessed: list[int] = []
+
+    def make(self, token: int, seed: int) -> tuple[dict[str, Any], int]:
+        from kernelwright.tools.handover import HandOverError
+
+        if self.refuse:
+            raise HandOverError("input 0 is a Foo: only tensors and plain values")
+        r, w = os.pipe()
+        os.close(w)
+        return {"inputs": [{"value": seed}], "size": 4096}, r
+
+    def handed(self, spec: dict[str, Any], fd: int, signs: tuple[int, int]) -> dict[str, Any]:
+        self.handed_fds.append(fd)
+        os.close(fd)
+        return {"ms": 0.1, "host_ms": 0.11, "spec": spec, "signs": list(signs)}
+
+    def witness(self, token: int) -> tuple[list[str], list[str]]:
+        self.witnessed.append(token)
+        return ["a"], ["b"]
+
+
+def test_a_worker_makes_hands_over_times_and_witnesses_a_calls_inputs(tmp_path: Path) -> None:
+    """The reference's worker answers "make" with where the inputs lie and a descriptor; the
+    timing worker takes one with "handed" (sign seeds, no seed) and times the call; the
+    reference's witness waits for a quiet GPU first and says how long; an input set that
+    cannot be handed over is said, with no descriptor."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    cmd_r, cmd_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        reader = FrameReader(cmd_r)
+        worker = serving.Worker.__new__(serving.Worker)
+        worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
+        worker.clock, worker.fd_channel = _Clock(), theirs.fileno()
+        spec = {"inputs": [{"value": 7}], "size": 4096}
+        for cmd in (
+            {"cmd": "make", "token": 3, "seed": 7},
+            {"cmd": "handed", "handed": spec, "signs": [5, 6]},
+            {"cmd": "witness", "token": 3},
+            {"cmd": "done"},
+        ):
+            write_message(cmd_w, cmd, [])
+        handed_r, handed_w = os.pipe()
+        os.close(handed_w)
+        socket.send_fds(ours, [b"f"], [handed_r])  # the descriptor the controller forwards
+        os.close(handed_r)
+        rounds = _Handing(reader)
+        worker.serve(rounds)
+        replies = FrameReader(out_r)
+        got = [replies.read_message(1e12)[0] for _ in range(4)]
+        _, fds, _, _ = socket.recv_fds(ours, 16, 4)
+        for fd in fds:
+            os.close(fd)
+    finally:
+        for fd in (cmd_r, cmd_w, out_r, out_w):
+            os.close(fd)
+        ours.close()
+        theirs.close()
+    assert [g["type"] for g in got] == ["made", "round", "witnessed", "done"]
+    assert got[0]["inputs"] == [{"value": 7}] and got[0]["size"] == 4096 and len(fds) == 1
+    assert got[1]["result"]["spec"] == spec and got[1]["result"]["signs"] == [5, 6]
+    assert len(rounds.handed_fds) == 1 and rounds.witnessed == [3]
+    assert got[2]["before"] == ["a"] and got[2]["after"] == ["b"]
+    assert got[2]["waited_ms"] >= 2.0  # two busy looks, a sleep after each, before it
+
+
+def test_inputs_that_cannot_be_handed_over_are_said_with_no_descriptor(tmp_path: Path) -> None:
+    import socket
+
+    ours, theirs = socket.socketpair()
+    cmd_r, cmd_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        reader = FrameReader(cmd_r)
+        worker = serving.Worker.__new__(serving.Worker)
+        worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
+        worker.clock, worker.fd_channel = _Clock(), theirs.fileno()
+        for cmd in ({"cmd": "make", "token": 1, "seed": 7}, {"cmd": "done"}):
+            write_message(cmd_w, cmd, [])
+        worker.serve(_Handing(reader, refuse=True))
+        replies = FrameReader(out_r)
+        got = [replies.read_message(1e12)[0] for _ in range(2)]
+        ours.setblocking(False)
+        try:
+            sent = socket.recv_fds(ours, 16, 4)
+        except BlockingIOError:
+            sent = None
+    finally:
+        for fd in (cmd_r, cmd_w, out_r, out_w):
+            os.close(fd)
+        ours.close()
+        theirs.close()
+    assert got[0]["type"] == "made" and "inputs" not in got[0]
+    assert got[0]["problem"] == "input 0 is a Foo: only tensors and plain values"
+    assert sent is None  # no descriptor followed
