@@ -140,11 +140,16 @@ class _Handing(_Rounds):
         return ["a"], ["b"]
 
 
-def test_a_worker_makes_hands_over_times_and_witnesses_a_calls_inputs(tmp_path: Path) -> None:
-    """The reference's worker answers "make" with where the inputs lie and a descriptor; the
-    timing worker takes one with "handed" (sign seeds, no seed) and times the call; the
-    reference's witness waits for a quiet GPU first and says how long; an input set that
-    cannot be handed over is said, with no descriptor."""
+@contextlib.contextmanager
+def _served_fds(
+    tmp_path: Path,
+    commands: list[dict[str, Any]],
+    rounds: Any,
+    handed: list[int] = (),
+) -> Iterator[tuple[list[dict[str, Any]], list[int] | None]]:
+    """A worker with a descriptor channel, its commands written ahead and `handed` sent to it
+    as the controller forwards them; yields every header it sent, and the descriptors it
+    sent (None where it sent none)."""
     import socket
 
     ours, theirs = socket.socketpair()
@@ -155,32 +160,51 @@ def test_a_worker_makes_hands_over_times_and_witnesses_a_calls_inputs(tmp_path: 
         worker = serving.Worker.__new__(serving.Worker)
         worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
         worker.clock, worker.fd_channel = _Clock(), theirs.fileno()
-        spec = {"inputs": [{"value": 7}], "size": 4096}
-        for cmd in (
-            {"cmd": "make", "token": 3, "seed": 7},
-            {"cmd": "handed", "handed": spec, "signs": [5, 6]},
-            {"cmd": "witness", "token": 3},
-            {"cmd": "done"},
-        ):
+        for cmd in commands:
             write_message(cmd_w, cmd, [])
-        handed_r, handed_w = os.pipe()
-        os.close(handed_w)
-        socket.send_fds(ours, [b"f"], [handed_r])  # the descriptor the controller forwards
-        os.close(handed_r)
-        rounds = _Handing(reader)
+        if handed:
+            socket.send_fds(ours, [b"f"], list(handed))
+        rounds.reader = reader
         worker.serve(rounds)
         replies = FrameReader(out_r)
-        got = [replies.read_message(1e12)[0] for _ in range(4)]
-        _, fds, _, _ = socket.recv_fds(ours, 16, 4)
-        for fd in fds:
+        got = [replies.read_message(1e12)[0] for _ in commands]
+        ours.setblocking(False)
+        try:
+            sent: list[int] | None = socket.recv_fds(ours, 16, 4)[1]
+        except BlockingIOError:
+            sent = None
+        for fd in sent or []:
             os.close(fd)
+        yield got, sent
     finally:
         for fd in (cmd_r, cmd_w, out_r, out_w):
             os.close(fd)
         ours.close()
         theirs.close()
+
+
+def test_a_worker_makes_hands_over_times_and_witnesses_a_calls_inputs(tmp_path: Path) -> None:
+    """The reference's worker answers "make" with where the inputs lie and a descriptor; the
+    timing worker takes one with "handed" (sign seeds, no seed) and times the call; the
+    reference's witness waits for a quiet GPU first and says how long."""
+    spec = {"inputs": [{"value": 7}], "size": 4096}
+    commands = [
+        {"cmd": "make", "token": 3, "seed": 7},
+        {"cmd": "handed", "handed": spec, "signs": [5, 6]},
+        {"cmd": "witness", "token": 3},
+        {"cmd": "done"},
+    ]
+    handed_r, handed_w = os.pipe()
+    os.close(handed_w)
+    rounds = _Handing(None)
+    try:
+        with _served_fds(tmp_path, commands, rounds, [handed_r]) as (got, sent):
+            pass
+    finally:
+        os.close(handed_r)
     assert [g["type"] for g in got] == ["made", "round", "witnessed", "done"]
-    assert got[0]["inputs"] == [{"value": 7}] and got[0]["size"] == 4096 and len(fds) == 1
+    assert got[0]["inputs"] == [{"value": 7}] and got[0]["size"] == 4096
+    assert sent is not None and len(sent) == 1
     assert got[1]["result"]["spec"] == spec and got[1]["result"]["signs"] == [5, 6]
     assert len(rounds.handed_fds) == 1 and rounds.witnessed == [3]
     assert got[2]["before"] == ["a"] and got[2]["after"] == ["b"]
@@ -188,31 +212,9 @@ def test_a_worker_makes_hands_over_times_and_witnesses_a_calls_inputs(tmp_path: 
 
 
 def test_inputs_that_cannot_be_handed_over_are_said_with_no_descriptor(tmp_path: Path) -> None:
-    import socket
-
-    ours, theirs = socket.socketpair()
-    cmd_r, cmd_w = os.pipe()
-    out_r, out_w = os.pipe()
-    try:
-        reader = FrameReader(cmd_r)
-        worker = serving.Worker.__new__(serving.Worker)
-        worker.reader, worker.out_fd, worker.job, worker.scratch = reader, out_w, {}, tmp_path
-        worker.clock, worker.fd_channel = _Clock(), theirs.fileno()
-        for cmd in ({"cmd": "make", "token": 1, "seed": 7}, {"cmd": "done"}):
-            write_message(cmd_w, cmd, [])
-        worker.serve(_Handing(reader, refuse=True))
-        replies = FrameReader(out_r)
-        got = [replies.read_message(1e12)[0] for _ in range(2)]
-        ours.setblocking(False)
-        try:
-            sent = socket.recv_fds(ours, 16, 4)
-        except BlockingIOError:
-            sent = None
-    finally:
-        for fd in (cmd_r, cmd_w, out_r, out_w):
-            os.close(fd)
-        ours.close()
-        theirs.close()
+    commands = [{"cmd": "make", "token": 1, "seed": 7}, {"cmd": "done"}]
+    with _served_fds(tmp_path, commands, _Handing(None, refuse=True)) as (got, sent):
+        pass
     assert got[0]["type"] == "made" and "inputs" not in got[0]
     assert got[0]["problem"] == "input 0 is a Foo: only tensors and plain values"
     assert sent is None  # no descriptor followed
