@@ -26,6 +26,10 @@ from collections.abc import Callable, Sequence
 from . import mounts, view
 
 NEWNS, NEWUSER, NEWPID, NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+# System V IPC of its own: a shared-memory segment a worker leaves behind dies with its
+# namespace (in the host's, one outlived every kill of its tree: a red-team review), and no
+# IPC object is a channel from one check's worker to another's
+NEWIPC = 0x08000000
 PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 22, 24, 38
 # Syscalls a worker may not make, by architecture (audit arch: the numbers): where it runs is
 # the controller's choice (pool.timing_cpus), fixed for its life
@@ -67,7 +71,7 @@ def confine(
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     uid, gid = os.getuid(), os.getgid()
-    flags = NEWNS | NEWPID | NEWNET | (NEWUSER if os.geteuid() != 0 else 0)
+    flags = NEWNS | NEWPID | NEWNET | NEWIPC | (NEWUSER if os.geteuid() != 0 else 0)
     if _libc.unshare(flags) != 0:
         why = os.strerror(ctypes.get_errno())
         isolated = _libc.unshare(NEWNET) == 0
@@ -185,7 +189,7 @@ def _read_only_host(writable: list[str]) -> str:
         os.makedirs(path, exist_ok=True)
         mounts.mount(path, path, None, mounts.BIND | mounts.REC)
     os.chdir(cwd)  # onto the writable bind mount, not the directory beneath it
-    mounts.mount("proc", "/proc", "proc", mounts.NOSUID | mounts.NODEV | mounts.NOEXEC)
+    mounts.mount("proc", "/proc", "proc", mounts.PROC_FLAGS)  # read-only, as view.build's
     mounts.minimal_dev()
     if not any(p == "/run" or p.startswith("/run/") for p in [*writable, *sys.path]):
         mounts.mount(

@@ -11,6 +11,9 @@ RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT = 1, 2, 4, 8, 32
 NOATIME, NODIRATIME, BIND, REC, PRIVATE = 1 << 10, 1 << 11, 1 << 12, 1 << 14, 1 << 18
 RELATIME, STRICTATIME = 1 << 21, 1 << 24
 MNT_DETACH = 2
+# a worker's own /proc: read-only (no /proc/sys, no /proc/sysrq-trigger to write, whatever
+# its uid), and nothing set-uid, no device, nothing executed from it
+PROC_FLAGS = RDONLY | NOSUID | NODEV | NOEXEC
 _KEPT_FLAGS = {
     "nosuid": NOSUID,
     "nodev": NODEV,

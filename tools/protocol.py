@@ -80,6 +80,18 @@ START_STEPS = (
 MAX_HEADER_BYTES = 4 << 20  # a header is JSON: a few KiB, a batch of rounds a few hundred
 
 
+def _bounded_int(text: str) -> int:
+    """A header's integer, within 64 bits: JSON carries integers of any length, and one of
+    400 digits in a round's reply passed every check and then raised OverflowError in the
+    controller's float() (a red-team review)."""
+    if len(text) > 20:
+        raise ValueError("an integer past 64 bits")
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 64):
+        raise ValueError("an integer past 64 bits")
+    return value
+
+
 def process_age_ms() -> float | None:
     """How long this process has run, in ms, from its start as the kernel counts it (field 22
     of /proc/self/stat, in clock ticks since boot): an interpreter's own start included. None
@@ -264,9 +276,9 @@ class FrameReader:
     ) -> tuple[dict[str, Any], list[Frame]]:
         raw = bytes(self.read_frame(deadline, poll, MAX_HEADER_BYTES))
         try:
-            header = json.loads(raw)
+            header = json.loads(raw, parse_int=_bounded_int)
         except (ValueError, RecursionError):  # a header nested past Python's stack: no verdict
-            raise ProtocolError("header is not JSON") from None
+            raise ProtocolError("header is not JSON (or holds an integer past 64 bits)") from None
         if not isinstance(header, dict) or not isinstance(header.get("arrays", []), list):
             raise ProtocolError("header is not a JSON object")
         if raw.count(b"[") + raw.count(b"{") > MAX_HEADER_DEPTH and _deeper_than(

@@ -101,8 +101,13 @@ def one_gpu() -> dict[str, str]:
 def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in _KEEP if k in os.environ}
     env.update(one_gpu())
-    # The worker must import kernelwright exactly as the controller does.
-    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    # The worker must import kernelwright exactly as the controller does: from the paths it
+    # has, but sys.path[0], the directory the controller was started from (`python -m ...`)
+    # or its script's, a user's own, which the worker's view would bind (a red-team review
+    # read a project's .env from a candidate's worker so); kernelwright is never imported
+    # from there (it is installed), and the view binds its package wherever it lives
+    started = sys.path[0] if sys.path else ""
+    paths = [p for p in sys.path if p and p != started and Path(p).is_dir()]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env.update(
         HOME=str(scratch),

@@ -111,7 +111,9 @@ def problem(
     and the signed sums' z scores (pure). `against` names whose output `ref` is; `times`: how
     many tolerances an honest candidate's element may be from it (honest_times), 1 to 2."""
     times = min(2.0, max(1.0, times)) if times == times else 2.0
-    if len(cand) != len(FIELDS) or not all(isinstance(v, int | float) for v in cand):
+    if len(cand) != len(FIELDS) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in cand
+    ):  # every sum an honest worker sends is finite: it counts NaN and infinities apart
         return f"{name}: the worker sent no valid sketch", []
     c, r = dict(zip(FIELDS, cand, strict=True)), dict(zip(FIELDS, ref, strict=True))
     if c["nan"]:

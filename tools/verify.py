@@ -570,6 +570,19 @@ class Verifier:
                     "compile_error", f"the compiler failed: {failure.reason}", device=device
                 )
             return report(failure.verdict, failure.reason, compile=compiled, device=device)
+        except (ArithmeticError, ValueError, TypeError, KeyError) as exc:
+            if stage != "candidate":
+                raise
+            # what the candidate's worker sent, past the checks its messages pass, could not
+            # be judged (a number no float holds, say): a verdict, never a traceback that ends
+            # a loop's whole run (a red-team review)
+            said = f"{type(exc).__name__}: {exc}"[:300]
+            return report(
+                "crashed",
+                f"the candidate's worker sent what could not be judged ({said})",
+                compile=compiled,
+                device=device,
+            )
 
     def _more_workers(
         self,

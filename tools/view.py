@@ -87,7 +87,10 @@ def build(
         os.symlink(scratch, root + "/tmp")  # temporary files share the scratch quota
     if system:  # a narrowed view (the compile worker) has neither: nothing needs them
         os.makedirs(root + "/proc", exist_ok=True)
-        mounts.mount("proc", root + "/proc", "proc", mounts.NOSUID | mounts.NODEV | mounts.NOEXEC)
+        # read-only: a worker's uid is 0 where the controller runs as root, and the kernel
+        # lets uid 0 write /proc/sys (core_pattern: a command it runs as root, outside every
+        # namespace) and /proc/sysrq-trigger whatever the capabilities (a red-team review)
+        mounts.mount("proc", root + "/proc", "proc", mounts.PROC_FLAGS)
         mounts.minimal_dev(root)
 
 

@@ -315,3 +315,38 @@ def test_the_filter_is_not_bypassed_through_another_abi() -> None:
     if run("open") != 0:
         pytest.skip("this kernel has no i386 ABI to bypass through")
     assert run("filtered") == -1  # -EPERM
+
+
+def test_a_worker_writes_no_kernel_setting_and_keeps_its_ipc_to_itself(payload: Payload) -> None:
+    """A worker whose controller runs as root is uid 0, and the kernel lets uid 0 write
+    /proc/sys whatever its capabilities: core_pattern there is a command the kernel runs as
+    root outside every namespace (a red-team review). Its /proc is read-only. Its System V
+    IPC is its own namespace's: a segment it leaves dies with it, in no other process's view."""
+    cmd = payload("""
+        report = {"notes": notes, "writes": {}}
+        for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches",
+                     "/proc/sysrq-trigger", "/proc/self/comm"):
+            try:
+                with open(path, "w") as f:
+                    f.write(open(path).read() if path.endswith("comm") else "")
+                report["writes"][path] = "written"
+            except OSError as exc:
+                report["writes"][path] = exc.strerror
+        report["ipc"] = os.readlink("/proc/self/ns/ipc")
+        libc = ctypes.CDLL(None, use_errno=True)
+        report["shm"] = libc.shmget(0, 1 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+        write_message(1, report)
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({})
+        header, _ = box.receive(30, "test")
+    _confined(header)
+    for path, said in header["writes"].items():
+        assert said != "written", (path, said)  # read-only, or not there at all
+    assert header["writes"]["/proc/sys/kernel/core_pattern"] == "Read-only file system"
+    assert header["ipc"] != os.readlink("/proc/self/ns/ipc")
+    assert header["shm"] >= 0  # made, in its own namespace: gone with it
+    # not among the host's (key 0, its id, 600, 1 MiB)
+    ours = ["0", str(header["shm"]), "600", str(1 << 20)]
+    segments = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    assert not any(line.split()[:4] == ours for line in segments), segments

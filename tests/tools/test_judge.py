@@ -235,7 +235,10 @@ def test_a_timed_output_cannot_buy_its_own_slack_with_huge_values(gelu_rounds: A
     assert verdict == "wrong" and "sum of |x|" in why and "timed call 1 of 1" in why
 
 
-@pytest.mark.parametrize("field, value", [("abs", 1e300), ("sq", 1e300), ("abs", float("nan"))])
+@pytest.mark.parametrize(
+    "field, value",
+    [("abs", 1e300), ("sq", 1e300), ("abs", float("nan")), ("sq", float("inf"))],
+)
 def test_a_worker_reporting_a_huge_or_broken_sum_is_wrong(
     gelu_rounds: Any, field: str, value: float
 ) -> None:
@@ -248,7 +251,10 @@ def test_a_worker_reporting_a_huge_or_broken_sum_is_wrong(
     cand = _round(rough)
     cand["sketch"] = {"y": report}
     verdict, why, _ = judge.rounds_problem(task, [_round(y)], [cand])
-    assert verdict == "wrong" and ("sum of |x|" in why or "root sum of squares" in why)
+    if not np.isfinite(value):  # no honest worker's sum (it counts NaN and infinities apart)
+        assert verdict == "wrong" and "sent no valid sketch" in why
+    else:
+        assert verdict == "wrong" and ("sum of |x|" in why or "root sum of squares" in why)
 
 
 def test_honest_outputs_keep_their_sums_within_the_bounds(gelu_rounds: Any) -> None:
@@ -302,6 +308,21 @@ def test_timed_inputs_changed_unwritten_or_guarded(gelu_rounds: Any) -> None:
     assert guard[:2] == ("wrong", "wrote outside 'y' during timing (timed call 1 of 1)")
     other = judge.rounds_problem(task, ref, [_round(y, inputs={"x": "zzz"})])
     assert other[0] == "implausible"
+
+
+def test_elements_holding_the_poisons_bits_count_against_the_references_own(
+    gelu_rounds: Any,
+) -> None:
+    """An int8 output's poison is an ordinary byte, which an honest output holds at about one
+    element in 256: counted in the reference's call alike, it is no sign of an unwritten
+    element (the task's own kernel had read wrong against itself, a red-team review). A count
+    above the reference's still is."""
+    task, y = gelu_rounds
+    ref = [_round(y, unwritten={"y": 4151})]
+    same = judge.rounds_problem(task, ref, [_round(y, unwritten={"y": 4151})])
+    assert same[0] == "", same
+    more = judge.rounds_problem(task, ref, [_round(y, unwritten={"y": 4152})])
+    assert more[0] == "wrong" and "4,152 elements untouched" in more[1]
 
 
 def test_a_kernelbench_worker_with_other_inputs_for_the_same_seed_is_an_error() -> None:

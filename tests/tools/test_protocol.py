@@ -201,3 +201,24 @@ def test_large_frames_arriving_slowly_keep_the_watchdog_running(pipe: tuple[int,
     reader.close()
     assert len(polls) >= 4  # ~0.5 s of arrival: the watchdog ran throughout
     assert all(b - a >= 0.04 for a, b in itertools.pairwise(polls))  # not per chunk
+
+
+def test_a_header_holding_an_integer_past_64_bits_is_a_protocol_error() -> None:
+    """JSON carries integers of any length: one of 400 digits in a round's reply passed every
+    check and raised OverflowError in the controller (a red-team review)."""
+    import os
+
+    from kernelwright.tools.protocol import FrameReader, ProtocolError, write_message
+
+    r, w = os.pipe()
+    try:
+        write_message(w, {"type": "round", "result": {"ms": 10**400}})
+        write_message(w, {"type": "round", "result": {"ms": (1 << 63) - 1, "n": -(1 << 63)}})
+        reader = FrameReader(r)
+        with pytest.raises(ProtocolError, match="64 bits"):
+            reader.read_message(1e18)
+        header, _ = reader.read_message(1e18)
+        assert header["result"]["ms"] == (1 << 63) - 1
+    finally:
+        os.close(r)
+        os.close(w)

@@ -400,3 +400,19 @@ def test_a_held_reference_worker_stops_with_its_group_and_a_candidates_cannot_be
     with cand, pytest.raises(ValueError, match="paused, not held"):
         cand.hold(True)
 
+
+def test_the_directory_the_controller_started_from_is_on_no_workers_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m ...` puts the directory it was started from first on sys.path: a user's own
+    (a project's .env was read from a candidate's worker so, a red-team review). The worker's
+    PYTHONPATH, which its view binds, holds the rest of the controller's paths, not that one."""
+    import sys
+
+    project = tmp_path / "project"
+    project.mkdir()
+    other = tmp_path / "lib"
+    other.mkdir()
+    monkeypatch.setattr(sys, "path", [str(project), str(other), *sys.path])
+    paths = scrubbed_env(tmp_path / "scratch")["PYTHONPATH"].split(os.pathsep)
+    assert str(project) not in paths and str(other) in paths
