@@ -15,6 +15,7 @@ count, or the first size a process sees), and only the timed size would see it a
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import secrets
@@ -407,11 +408,23 @@ def _on_the_host(task: Any, trial: Trial) -> Trial:
     return trial
 
 
-def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
+# A trial on the wider inputs a task declares (`check`) draws them whole, and, where the
+# inputs are made on the GPU (a CUDA task's), again with one element in MIXED_EVERY of them
+# (at places drawn from the trial's seed) from the wider distribution and the rest from the
+# usual one: a kernel that looked at a few elements of a row to tell a wide trial from a
+# usual one, and took a cheap path otherwise, read correct in every check (a red-team
+# review: a softmax that subtracts a fixed bound instead of the row's max, unless its row's
+# first, last, middle and third elements are wide). Finding a few wide elements at unknown
+# places costs a look at every element: what the careful path costs anyway.
+MIXED_EVERY = (16, 256, 4096)
+
+
+def _kernel_trials(task: CudaTask, rng: random.Random, mixed: bool = True) -> Planned:
     """A CUDA task's trials: its check sizes; sizes held out across every scale from its
     smallest check size to its bench size (`spread`: one round, one 2 mod 4), the largest an
     awkward one below the bench size; one a little above it; small ones for the classes of
-    sizes none has tried; and its check sizes again on the wider inputs it declares."""
+    sizes none has tried; and its check sizes again on the wider inputs it declares, whole
+    and (`mixed`) scattered among the usual ones (runners.generate's "mixed:")."""
     shapes = [dict(c) for c in task.checks]
     bench: dict[str, int] = dict(task.bench)
     trials = [Trial(s, _seed(), poisons(rng, 2)) for s in shapes]
@@ -467,16 +480,14 @@ def _kernel_trials(task: CudaTask, rng: random.Random) -> Planned:
                 residues[name] = _any_residue(rng)
         hold_out(held_out_sizes(task, rng, aim, residues=residues))
     wider = [a for a in task.args if a.check]
+    largest = max(shapes, key=lambda s: _nbytes(task, s))
     for i in range(max((len(a.check) for a in wider), default=0)):
         inits = {a.name: a.check[i % len(a.check)] for a in wider}
-        trials.append(
-            Trial(
-                max(shapes, key=lambda s: _nbytes(task, s)),
-                _seed(),
-                poisons(rng, 2),
-                inits=inits,
-            )
-        )
+        trials.append(Trial(largest, _seed(), poisons(rng, 2), inits=inits))
+        if mixed:
+            every = rng.choice(MIXED_EVERY)
+            scattered = {name: f"mixed:{every}:{dist}" for name, dist in inits.items()}
+            trials.append(Trial(largest, _seed(), poisons(rng, 2), inits=scattered))
     return trials, shapes, bench
 
 
@@ -532,7 +543,8 @@ class KindPlan:
 _KINDS: dict[str, KindPlan] = {
     "cuda": KindPlan(_kernel_trials, _kernel_after, _large_trial),
     "kernelbench": KindPlan(_problem_trials, _problem_after, _every_trial),
-    "cpp": KindPlan(_kernel_trials, _kernel_after, _on_the_host),
+    # a C++ task's inputs are made on the host too, for its function: drawn whole only
+    "cpp": KindPlan(functools.partial(_kernel_trials, mixed=False), _kernel_after, _on_the_host),
 }
 
 

@@ -65,7 +65,17 @@ def generate(
     arg: ArgSpec, shape: tuple[int, ...], seed: int, init: str | None = None, lead: int = 0
 ) -> Any:
     """The input for one argument, from a seed: the same bits in every process on this GPU,
-    made by a stateless kernel (nothing left in device memory can change them)."""
+    made by a stateless kernel (nothing left in device memory can change them). `init`
+    "mixed:K:DIST": the argument's own distribution, but one element in K (at places a hash
+    of the seed and the index picks) from DIST (plan.MIXED_EVERY)."""
+    if init and init.startswith("mixed:"):
+        _, every, dist = init.split(":", 2)
+        out = generate(arg, shape, seed, None, lead)
+        if out.size:
+            wide = generate(arg, shape, seed ^ 0x5DEECE66D, dist)
+            picked = scattered(out.size, int(every), seed)
+            out.reshape(-1)[picked] = wide.reshape(-1)[picked]
+        return out
     out = guarded(shape, arg.dtype, GUARD_BITS, lead)
     kind, a, b = distribution(init or arg.init, arg.dtype)
     if out.size:
@@ -82,6 +92,17 @@ def generate(
             ),
         )
     return out
+
+
+def scattered(n: int, every: int, seed: int) -> Any:
+    """Which of n places hold a mixed input's wide values: a boolean mask with about one in
+    `every` set, from a hash of the seed and the place (the same in every process)."""
+    h = cupy.arange(n, dtype=cupy.uint64) ^ cupy.uint64(seed & _MASK64)
+    h = h * cupy.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> cupy.uint64(31)
+    h = h * cupy.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> cupy.uint64(29)
+    return (h % cupy.uint64(max(1, every))) == 0
 
 
 # Every array a kernel gets sits between two guard bands holding a NaN pattern (at 8, 4 and 2

@@ -84,7 +84,14 @@ def find_params(source: str, entry: str) -> list[Param] | None:
 def is_global_kernel(source: str, entry: str) -> bool:
     """True if entry is a __global__ function, extern "C" or not (for a clearer error)."""
     text = strip_comments(source)
-    return re.search(r"__global__[^;{]*\b" + re.escape(entry) + r"\s*\(", text) is not None
+    # declaration by declaration (no ';' or '{' inside one), each looked through once: the one
+    # pattern over the whole text backtracked from every `__global__` (quadratic time)
+    named = re.compile(r"\b" + re.escape(entry) + r"\s*\(")
+    for part in re.split(r"[;{]", text):
+        at = part.find("__global__")
+        if at >= 0 and named.search(part, at + len("__global__")):
+            return True
+    return False
 
 
 def ctype_matches(ctype: str, dtype: str) -> bool:

@@ -424,10 +424,21 @@ def _is_range(init: Any) -> bool:
     return lo < hi
 
 
+MAX_SOURCE_CHARS = 256 * 1024  # a kernel's source: the examples' are a few KB
+
+
 def check_signature(
     source_path: Path, source: str, entry: str, args: tuple[ArgSpec, ...], spec_path: Path
 ) -> None:
-    """Refuse a kernel whose parameters do not match the declared arguments."""
+    """Refuse a kernel whose parameters do not match the declared arguments, or whose source
+    is past MAX_SOURCE_CHARS (read with regular expressions here, in the controller: a file of
+    repeated `__global__` had taken minutes, a red-team review)."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise _fail(
+            source_path,
+            "",
+            f"is {len(source):,} characters: a kernel's source is at most {MAX_SOURCE_CHARS:,}",
+        )
     params = find_params(source, entry)
     if params is None:
         if is_global_kernel(source, entry):

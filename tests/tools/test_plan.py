@@ -13,6 +13,7 @@ from kernelwright.tools.correctness import poison_bits, unwritten
 from kernelwright.tools.plan import (
     ABOVE_BENCH_BYTES,
     DEVICE_BYTES,
+    MIXED_EVERY,
     NEAR,
     SCALES,
     SPREAD,
@@ -111,7 +112,26 @@ def test_a_task_declaring_a_wider_domain_gets_trials_drawn_from_it() -> None:
     task = task.model_copy(update={"args": (x, *task.args[1:])})
     trials, _ = plan_trials(task, random.Random(1))
     wide = [t.inits for t in trials if t.inits]
-    assert wide == [{"x": "uniform:-30000:30000"}, {"x": "normal:1000"}]
+    # each drawn whole, then scattered among the usual inputs (one element in K, K drawn): a
+    # kernel that samples a few elements to tell a wide trial from a usual one is caught
+    assert wide[0::2] == [{"x": "uniform:-30000:30000"}, {"x": "normal:1000"}]
+    for scattered, whole in zip(wide[1::2], wide[0::2], strict=True):
+        _, every, dist = scattered["x"].split(":", 2)
+        assert int(every) in MIXED_EVERY and dist == whole["x"]
+    picked = {
+        t.inits["x"].split(":")[1]
+        for seed in range(40)
+        for t in plan_trials(task, random.Random(seed))[0]
+        if t.inits.get("x", "").startswith("mixed:")
+    }
+    assert picked == {str(k) for k in MIXED_EVERY}
+    # a C++ task's inputs are made on the host for its function too: drawn whole only
+    cpp = load_task(EXAMPLES / "cpp" / "axpy")
+    i = next(n for n, a in enumerate(cpp.args) if a.role == "in" and a.dtype == "float32")
+    wider = cpp.args[i].model_copy(update={"check": ("normal:1000",)})
+    cpp = cpp.model_copy(update={"args": (*cpp.args[:i], wider, *cpp.args[i + 1 :])})
+    inits = [t.inits for t in plan_trials(cpp, random.Random(1))[0] if t.inits]
+    assert inits == [{wider.name: "normal:1000"}]
 
 
 def test_held_out_sizes_respect_multiple_of() -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from kernelwright.tools.signature import Param, find_params, is_global_kernel
 
 SRC = """
@@ -73,3 +77,28 @@ def test_a_kernel_inside_an_extern_c_block_is_found() -> None:
     assert params is not None and [p.name for p in params] == ["x", "y", "n"]
     outside = 'extern "C" { __device__ int f() { return 1; } }\n__global__ void k(float* y) {}'
     assert find_params(outside, "k") is None  # C++ linkage: its name is mangled
+
+
+def test_a_global_kernel_is_found_declaration_by_declaration_in_linear_time() -> None:
+    """One pattern over the whole text backtracked from every `__global__`: a file of them
+    took minutes in the controller (a red-team review)."""
+    import time
+
+    assert is_global_kernel("__global__ void gelu(float* x) {}", "gelu")
+    bounded = 'extern "C" __global__ __launch_bounds__(256) void gelu (int n)'
+    assert is_global_kernel(bounded, "gelu")
+    assert not is_global_kernel("__global__ void f(); void gelu(int);", "gelu")
+    assert not is_global_kernel("__global__ void f() { gelu(1); }", "gelu")
+    assert not is_global_kernel("__global__ void gelu_fast(int n);", "gelu")
+    t0 = time.perf_counter()
+    assert not is_global_kernel("__global__ " * 100_000, "gelu")
+    assert time.perf_counter() - t0 < 2.0  # about 10 ms; quadratic, it would be hours
+
+
+def test_a_kernel_source_past_the_limit_is_refused_in_one_line(tmp_path: Path) -> None:
+    from kernelwright.tools.errors import TaskError
+    from kernelwright.tools.spec import MAX_SOURCE_CHARS, check_signature
+
+    big = "// padding\n" * (MAX_SOURCE_CHARS // 11 + 1) + 'extern "C" __global__ void k(int n) {}'
+    with pytest.raises(TaskError, match="characters: a kernel's source is at most"):
+        check_signature(tmp_path / "c.cu", big, "k", (), tmp_path / "t.toml")
