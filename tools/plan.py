@@ -259,6 +259,20 @@ def plan_trials(task: Task, rng: random.Random, min_trials: int = 5) -> tuple[li
     return trials, Trial(bench, _seed(), poisons(rng, 1))
 
 
+def plan_check(
+    task: Task, rng: random.Random, min_trials: int = 5
+) -> tuple[list[Trial], Trial, list[Trial], int]:
+    """A check's trials before the timing, the post-timing trial at the bench size, the trials
+    after the timing (other sizes), and the timed calls' poison, which the post-timing trial
+    takes too: a kernel that read its output buffer could tell that one trial at the bench size
+    from a timed call by a fresh poison (alike 1 time in 256), and spend its error allowance
+    everywhere else (a red-team review; where its arrays are placed still differs, a known
+    miss)."""
+    trials, post = plan_trials(task, rng, min_trials)
+    timed = poisons(rng, 1)[0]
+    return trials, replace(post, poisons=(timed,)), after_timing(task, rng), timed
+
+
 def after_timing(task: Task, rng: random.Random) -> list[Trial]:
     """Trials at sizes other than the timed one, drawn afresh, that run after the timing in
     every process that timed (the first and any further ones): the code that was timed, seen

@@ -208,8 +208,7 @@ class Verifier:
     def _check(self, task: Task, candidate: Candidate) -> CheckReport:
         t0 = time.perf_counter()
         rng = random.Random(secrets.randbits(64))
-        trials, post = plan.plan_trials(task, rng, self.options.min_trials)
-        later = plan.after_timing(task, rng)  # other sizes, after the timing, in every process
+        trials, post, later, timed_poison = plan.plan_check(task, rng, self.options.min_trials)
         if task.host_code:  # a model's weights: one seed for the check's trials (TorchRunner)
             model_seed = rng.randrange(1 << 31)
             self._timing_seed = secrets.randbits(31)  # the rounds' weights, told to the workers
@@ -284,7 +283,7 @@ class Verifier:
         # what the workers read of the user's files, as text: their view shows none of them
         files = task.reference_files() | task.candidate_files(candidate.path, candidate.source)
         entry = task.compile_entry  # None: the candidate's worker imports it, and says so
-        poison = plan.poisons(rng, 1)[0]
+        poison = timed_poison
         device: DeviceInfo | None = self._device
         compiled: CompileResult | None = None
         stage = "reference"

@@ -429,3 +429,19 @@ def test_a_task_of_two_sizes_has_a_crossed_corner_held_out_in_every_check() -> N
         trials, _ = plan_trials(task, random.Random(seed))
         held = [t.sizes for t in trials if t.held_out]
         assert any(s["M"] <= m_top and s["N"] >= n_low for s in held), held
+
+
+def test_the_post_timing_trial_takes_the_timed_calls_poison() -> None:
+    """A kernel that reads its output buffer before writing it must not tell the one trial at
+    the bench size after the timing from a timed call by its poison."""
+    from kernelwright.tools.plan import plan_check
+
+    task = load_task(EXAMPLES / "gelu")
+    seen = set()
+    for seed in range(20):
+        trials, post, later, timed = plan_check(task, random.Random(seed))
+        assert post.poisons == (timed,) and post.sizes == task.bench
+        assert trials and all(t.poisons for t in trials)
+        assert all(t.sizes != task.bench for t in later)
+        seen.add(timed)
+    assert len(seen) > 10  # drawn afresh each check
