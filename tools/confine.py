@@ -189,7 +189,7 @@ def _read_only_host(writable: list[str]) -> str:
         os.makedirs(path, exist_ok=True)
         mounts.mount(path, path, None, mounts.BIND | mounts.REC)
     os.chdir(cwd)  # onto the writable bind mount, not the directory beneath it
-    mounts.mount("proc", "/proc", "proc", mounts.PROC_FLAGS)  # read-only, as view.build's
+    mounts.own_proc("/proc")  # its kernel settings read-only, as view.build's
     mounts.minimal_dev()
     if not any(p == "/run" or p.startswith("/run/") for p in [*writable, *sys.path]):
         mounts.mount(

@@ -11,9 +11,14 @@ RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT = 1, 2, 4, 8, 32
 NOATIME, NODIRATIME, BIND, REC, PRIVATE = 1 << 10, 1 << 11, 1 << 12, 1 << 14, 1 << 18
 RELATIME, STRICTATIME = 1 << 21, 1 << 24
 MNT_DETACH = 2
-# a worker's own /proc: read-only (no /proc/sys, no /proc/sysrq-trigger to write, whatever
-# its uid), and nothing set-uid, no device, nothing executed from it
-PROC_FLAGS = RDONLY | NOSUID | NODEV | NOEXEC
+# A worker's own /proc: nothing set-uid, no device, nothing executed from it; and the kernel's
+# settings in it read-only, as a container runtime leaves them (PROC_KERNEL), whatever the
+# worker's uid: where the controller runs as root the worker is uid 0, and the kernel lets uid
+# 0 write /proc/sys whatever its capabilities (kernel.core_pattern: a command it runs as root
+# outside every namespace, a red-team review). The rest stays writable: a whole read-only
+# /proc left CUDA unable to start in the worker (cudaErrorOperatingSystem, an H200).
+PROC_FLAGS = NOSUID | NODEV | NOEXEC
+PROC_KERNEL = ("sys", "sysrq-trigger", "irq", "bus", "fs", "sysvipc")
 _KEPT_FLAGS = {
     "nosuid": NOSUID,
     "nodev": NODEV,
@@ -43,6 +48,17 @@ def mount(src: str | None, target: str, fstype: str | None, flags: int, data: st
 
 def detach(target: str) -> None:
     _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
+
+
+def own_proc(target: str) -> None:
+    """A /proc of this namespace's processes at `target`, its kernel settings (PROC_KERNEL)
+    bound read-only over themselves."""
+    mount("proc", target, "proc", PROC_FLAGS)
+    for name in PROC_KERNEL:
+        part = f"{target}/{name}"
+        if os.path.lexists(part):
+            mount(part, part, None, BIND)
+            mount(None, part, None, BIND | REMOUNT | RDONLY | PROC_FLAGS)
 
 
 def remount_read_only(point: str, options: list[str]) -> None:

@@ -98,16 +98,26 @@ def one_gpu() -> dict[str, str]:
     return {"CUDA_VISIBLE_DEVICES": "0" if visible is None else visible.split(",")[0].strip()}
 
 
+def _started_from() -> set[str]:
+    """The directories Python itself put first on sys.path for this command: the one it was
+    started in (`python -m`, `-c`) and its script's."""
+    places = {os.path.realpath(os.getcwd())}
+    script = sys.argv[0] if sys.argv else ""
+    if script and script not in ("-c", "-m") and os.path.exists(script):
+        places.add(os.path.realpath(os.path.dirname(os.path.abspath(script))))
+    return places
+
+
 def scrubbed_env(scratch: Path, cupy_cache: Path | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in _KEEP if k in os.environ}
     env.update(one_gpu())
     # The worker must import kernelwright exactly as the controller does: from the paths it
-    # has, but sys.path[0], the directory the controller was started from (`python -m ...`)
-    # or its script's, a user's own, which the worker's view would bind (a red-team review
+    # has, but the directory the controller was started from (`python -m ...` puts it first)
+    # and its script's, a user's own, which the worker's view would bind (a red-team review
     # read a project's .env from a candidate's worker so); kernelwright is never imported
     # from there (it is installed), and the view binds its package wherever it lives
-    started = sys.path[0] if sys.path else ""
-    paths = [p for p in sys.path if p and p != started and Path(p).is_dir()]
+    started = _started_from()
+    paths = [p for p in sys.path if p and Path(p).is_dir() and os.path.realpath(p) not in started]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env.update(
         HOME=str(scratch),

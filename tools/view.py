@@ -87,10 +87,7 @@ def build(
         os.symlink(scratch, root + "/tmp")  # temporary files share the scratch quota
     if system:  # a narrowed view (the compile worker) has neither: nothing needs them
         os.makedirs(root + "/proc", exist_ok=True)
-        # read-only: a worker's uid is 0 where the controller runs as root, and the kernel
-        # lets uid 0 write /proc/sys (core_pattern: a command it runs as root, outside every
-        # namespace) and /proc/sysrq-trigger whatever the capabilities (a red-team review)
-        mounts.mount("proc", root + "/proc", "proc", mounts.PROC_FLAGS)
+        mounts.own_proc(root + "/proc")  # its kernel settings read-only (mounts.PROC_KERNEL)
         mounts.minimal_dev(root)
 
 

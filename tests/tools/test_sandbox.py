@@ -410,9 +410,14 @@ def test_the_directory_the_controller_started_from_is_on_no_workers_path(
     import sys
 
     project = tmp_path / "project"
-    project.mkdir()
+    (project / "tools").mkdir(parents=True)
+    (project / "tools" / "run.py").write_text("")
     other = tmp_path / "lib"
     other.mkdir()
-    monkeypatch.setattr(sys, "path", [str(project), str(other), *sys.path])
+    monkeypatch.chdir(project)  # `python -m ...` started here, or `python tools/run.py`
+    monkeypatch.setattr(sys, "argv", [str(project / "tools" / "run.py")])
+    extra = [str(project), str(project / "tools"), str(other)]
+    monkeypatch.setattr(sys, "path", [*extra, *sys.path])
     paths = scrubbed_env(tmp_path / "scratch")["PYTHONPATH"].split(os.pathsep)
-    assert str(project) not in paths and str(other) in paths
+    assert str(project) not in paths and str(project / "tools") not in paths
+    assert str(other) in paths  # a path the program put there itself stays
