@@ -666,24 +666,6 @@ def _bf16_to_f32(raw: np.ndarray) -> np.ndarray:
     return (raw.astype(np.uint32) << 16).view(np.float32)
 
 
-def timed_inputs_written(cand: Sequence[dict[str, Any]]) -> str:
-    """Where a timed call changed its inputs, in words ("" where none did): each call's inputs
-    handed over (schedule.Budget.handover) are checksummed by the reference's worker that made
-    them, before the call and after it; the candidate's process never says (pure). As a
-    trial's, an input must read the same after the call as before it."""
-    for i, reply in enumerate(cand):
-        before, after = reply.get("inputs_before"), reply.get("inputs_after")
-        if before is None and after is None:
-            continue  # made in the worker that timed it: no witness outside it
-        if not isinstance(before, list) or before != after:
-            changed = _changed_input(after, before)
-            return (
-                f"during timing (timed call {i + 1} of {len(cand)}): input modified: {changed}"
-                " differs after the call (its inputs were made and checked outside its process)"
-            )
-    return ""
-
-
 def _changed_input(got: Any, want: Any) -> str:
     if isinstance(got, dict) and isinstance(want, dict):
         names = [k for k in want if got.get(k) != want[k]]

@@ -406,7 +406,9 @@ def _handed_call(
 ) -> tuple[float, dict[str, Any]]:
     """One call on inputs `ref` made (`made`): the descriptor handed to `box` with the sign
     seeds only, the call's reply read, then the reference's worker witnesses the inputs
-    (their checksums before and after) once the GPU is quiet. Returns the call's wall ms by
+    (their checksums before and after: the reply's "inputs" and "inputs_after", which
+    judge.TimedCalls holds to the reference's call's and to each other) once the GPU is quiet.
+    Returns the call's wall ms by
     the controller's clock, from the message to the reply, with any wait for the GPU the
     witness met (work the call left running counts on its wall), and its reply with the
     witness's checksums. `ref_paused`: the reference's worker is stopped through the call
@@ -426,11 +428,9 @@ def _handed_call(
     waited = seen.get("waited_ms")
     if isinstance(waited, int | float) and 0 < waited < 1e7:
         wall += float(waited)
-    return wall, {
-        **reply,
-        "inputs_before": seen.get("before"),
-        "inputs_after": seen.get("after"),
-    }
+    # as a CUDA task's rounds say them (judge.TimedCalls: "inputs" the same as the reference's
+    # call's, "inputs_after" as "inputs"), but by the worker that made them
+    return wall, {**reply, "inputs": seen.get("before"), "inputs_after": seen.get("after")}
 
 
 def _batches(pairs: list[tuple[Sandbox, Sandbox]], budget: Budget, out: Rounds) -> None:

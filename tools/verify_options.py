@@ -25,6 +25,12 @@ class VerifyOptions:
     timing_processes: int = 3
     # large trials' outputs compared on the GPU, in the reference's worker (devcompare.py)
     compare_on_gpu: bool = True
+    # KernelBench: each timed call's inputs made by the reference's worker and handed over
+    # (handover.py). Off: on an H200 (thirty-first session) a problem's own Model read 0.26x
+    # against itself with it on, its worker's calls on mapped inputs about twice as long and
+    # 275 us a call longer by the controller's clock than the reference's own on the same path;
+    # where that comes from is not yet measured (docs/verifier-next.md)
+    hand_over_inputs: bool = False
     # a C++ task's built functions, outputs and times on the CPU; None: per Verifier
     reference_cache_dir: str | None = None
     reference_timeout_s: float = 600.0  # a C++ function's call (an O(N^3) one takes seconds)

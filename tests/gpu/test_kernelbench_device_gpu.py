@@ -85,8 +85,8 @@ def test_a_2_gib_output_is_checked_without_crossing_the_host(tmp_path: Path) -> 
     assert gpu.get("reference", 0) > 4 * gib and gpu.get("candidate", 0) > 2 * gib, gpu
     assert report["gpu_bytes"]["gpu_needed_bytes"] > 4 * gib, report["gpu_bytes"]
     assert 0.9 < report["timing"]["speedup"] < 1.1
-    # every timed call's inputs made by the reference's worker and handed over
-    assert report["timing"]["inputs_handed_over"] is True, report["timing"]["notes"]
+    # made where they are timed: the hand-over is off by default (VerifyOptions)
+    assert report["timing"]["inputs_handed_over"] is False
     # the command's own time around the check, each step said, the check's the largest
     spent = report["command_ms"]
     assert set(spent) == {"before the workers", "starting them", "until the check", "check",

@@ -47,14 +47,23 @@ def test_what_cannot_be_handed_over_says_which_input(what: str, said: str) -> No
     assert "input 1" in str(raised.value)
 
 
-def test_a_timed_call_that_wrote_its_inputs_is_named() -> None:
-    """Each reply's checksums come from the reference's worker, which made the inputs: before
-    the call and after it. Replies with neither (inputs made where they were timed) say
-    nothing; a missing or different 'before' is a change."""
-    same = {"inputs_before": ["a", "1"], "inputs_after": ["a", "1"]}
-    plain = {"ms": 1.0}
-    written = {"inputs_before": ["a", "1"], "inputs_after": ["a", "2"]}
-    assert judge.timed_inputs_written([same, plain, same]) == ""
-    said = judge.timed_inputs_written([same, plain, written, same])
-    assert said.startswith("during timing (timed call 3 of 4): input modified: input 1 differs")
-    assert judge.timed_inputs_written([{"inputs_after": ["a"]}]) != ""
+def test_a_timed_call_that_wrote_its_handed_over_inputs_is_named() -> None:
+    """A handed-over call's reply carries the checksums the reference's worker took of the
+    inputs it made, before the call ("inputs") and after it ("inputs_after"), as a CUDA task's
+    round says its own: judge.TimedCalls holds them to each other and to the reference's call's.
+    (On an H200, the first version named them otherwise, and every honest call read changed.)"""
+    from kernelwright.tools.task import load_task
+    from tests.conftest import EXAMPLES
+
+    task = load_task(EXAMPLES / "gelu")
+
+    def call(before: list[str], after: list[str]) -> dict[str, object]:
+        return {"ms": 0.1, "host_ms": 0.2, "inputs": before, "inputs_after": after, "sketch": {}}
+
+    ref = [call(["a", "1"], ["a", "1"])] * 3
+    same = [call(["a", "1"], ["a", "1"])] * 3
+    assert judge.rounds_problem(task, ref, same)[0] == ""
+    written = [*same[:2], call(["a", "1"], ["a", "2"])]
+    verdict, why, _ = judge.rounds_problem(task, ref, written)
+    assert verdict == "wrong" and why.startswith("input modified during timing (timed call 3")
+    assert why.endswith("input 1")
