@@ -144,6 +144,9 @@ class DeviceInfo(Result):
     l2_bytes: int | None = None
     peak_dram_gbps: float | None = None  # theoretical, from memory clock and bus width
     peak_fp32_tflops: float | None = None
+    # device code can reach pageable host memory (HMM; Grace Hopper): a CUDA kernel could then
+    # read and write its own worker's host memory; None where not asked
+    pageable_memory_access: bool | None = None
 
 
 Verdict = Literal["correct", "wrong", "compile_error", "crashed", "timeout", "implausible", "error"]

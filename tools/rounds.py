@@ -143,12 +143,6 @@ class TorchRounds:
         finally:
             packed.mapping.unmap()
 
-    def forget_made(self) -> None:
-        """Every input set still kept (a round that failed before its witness) let go."""
-        for packed in self.made.values():
-            packed.mapping.unmap()
-        self.made.clear()
-
     def _one(self, inputs: list[Any], signs: tuple[int, int]) -> dict[str, Any]:
         import torch
 

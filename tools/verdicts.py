@@ -118,9 +118,20 @@ def by_process(
 
 
 def timing_notes(
-    before: Any, after: Any, cand_quiet: Sequence[float], ref_quiet: Sequence[float], python: bool
+    before: Any,
+    after: Any,
+    cand_quiet: Sequence[float],
+    ref_quiet: Sequence[float],
+    python: bool,
+    device: DeviceInfo | None = None,
 ) -> tuple[str, ...]:
     notes = []
+    if not python and device is not None and device.pageable_memory_access:
+        notes.append(
+            "this GPU's device code can reach pageable host memory (HMM): a kernel could read "
+            "and write its own worker's host memory, where the timing's samples are taken, and "
+            "a CUDA task's samples are not bounded by the controller's clock"
+        )
     for sample in (before, after):
         if sample and set(sample.throttle_reasons) - {"gpu_idle", "applications_clocks_setting"}:
             notes.append("clocks held down during timing: " + ", ".join(sample.throttle_reasons))
@@ -199,7 +210,7 @@ def timing(
         charged_us=charged,
         clocks_before=before,
         clocks_after=after,
-        notes=timing_notes(before, after, rounds.cand_quiet_us, rounds.ref_quiet_us, python)
+        notes=timing_notes(before, after, rounds.cand_quiet_us, rounds.ref_quiet_us, python, device)
         + (
             (
                 f"charged {charged:.0f} us per call: the controller's clock saw the candidate's "

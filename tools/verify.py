@@ -977,12 +977,14 @@ def start_steps(header: dict[str, Any]) -> dict[str, float]:
 
 
 def _device_info(header: dict[str, Any]) -> DeviceInfo:
+    pageable = header.get("pageable")
+    said = {"pageable_memory_access": pageable} if isinstance(pageable, bool) else {}
     try:
-        return nvml.device_info(
+        info = nvml.device_info(
             header.get("pci_bus_id"), header.get("sm_count"), header.get("l2_bytes")
         )
     except NoGpuError:
-        return DeviceInfo(
+        info = DeviceInfo(
             name="unknown",
             arch="sm_" + str(header.get("cc", "")),
             driver_version="",
@@ -990,3 +992,4 @@ def _device_info(header: dict[str, Any]) -> DeviceInfo:
             sm_count=header.get("sm_count"),
             l2_bytes=header.get("l2_bytes"),
         )
+    return info.model_copy(update=said)

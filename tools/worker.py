@@ -102,6 +102,8 @@ def _device() -> dict[str, Any]:
         "cc": dev.compute_capability,
         "sm_count": attrs["MultiProcessorCount"],
         "l2_bytes": attrs["L2CacheSize"],
+        # device code can read and write pageable host memory (HMM, or Grace Hopper)
+        "pageable": bool(attrs.get("PageableMemoryAccess", 0)),
     }
 
 

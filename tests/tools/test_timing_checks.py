@@ -219,3 +219,36 @@ def test_each_pair_of_processes_reads_its_own_ratio() -> None:
     assert timing.process_unexplained_us == pytest.approx((0.0, 0.0, 20.0))
     one, _ = verdicts.timing(task, _rounds(0.5), None, None, None)
     assert one.process_speedups == one.process_unexplained_us == ()
+
+
+def test_a_gpu_whose_kernels_reach_host_memory_is_said_in_a_cuda_tasks_timing_notes() -> None:
+    """HMM (or Grace Hopper): a CUDA task's kernel could read and write its own worker's host
+    memory, where that task's samples are taken unbounded by the controller's clock; said, not
+    decided on. A KernelBench candidate's samples are bounded anyway: nothing said there."""
+    from kernelwright.tools.results import DeviceInfo
+    from kernelwright.tools.verdicts import timing_notes
+
+    hmm = DeviceInfo(name="GH200", arch="sm_90", driver_version="580", memory_total_bytes=1,
+                     pageable_memory_access=True)  # fmt: skip
+    plain = hmm.model_copy(update={"pageable_memory_access": False})
+    said = timing_notes(None, None, [], [], python=False, device=hmm)
+    assert len(said) == 1 and "pageable host memory (HMM)" in said[0]
+    assert timing_notes(None, None, [], [], python=True, device=hmm) == ()
+    assert timing_notes(None, None, [], [], python=False, device=plain) == ()
+    assert timing_notes(None, None, [], [], python=False) == ()
+
+
+def test_the_workers_word_on_pageable_memory_reaches_the_device_info_only_as_a_bool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelwright.tools import nvml, verify
+    from kernelwright.tools.errors import NoGpuError
+
+    def no_nvml(*a: object) -> object:
+        raise NoGpuError("stand-in")
+
+    monkeypatch.setattr(nvml, "device_info", no_nvml)
+    assert verify._device_info({"cc": 90, "pageable": True}).pageable_memory_access is True
+    assert verify._device_info({"cc": 90, "pageable": False}).pageable_memory_access is False
+    assert verify._device_info({"cc": 90, "pageable": "yes"}).pageable_memory_access is None
+    assert verify._device_info({"cc": 90}).pageable_memory_access is None
