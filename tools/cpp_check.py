@@ -23,15 +23,17 @@ first correct port (the paired rounds). A kernel's `timing` is against the C++ f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import platform
 import random
 import secrets
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,9 +93,40 @@ class ReferenceProblem(Exception):
 # --- the function on the CPU: its time, kept -------------------------------------------------
 
 
+def machine_identity() -> dict[str, str]:
+    """What a function's time on one core depends on beyond its build: the host and its CPU
+    (a cache directory shared between hosts had handed one host's time to another)."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"host": platform.node(), "cpu": model or platform.processor()}
+
+
 def _time_path(task: CppTask, cache_dir: Path) -> Path:
-    blob = json.dumps({"library": build_key(task), "bench": task.bench, "repeats": REPEATS})
+    blob = json.dumps({"library": build_key(task), "bench": task.bench, "repeats": REPEATS,
+                       "machine": machine_identity()})  # fmt: skip
     return cache_dir / "cpu" / f"{hashlib.sha256(blob.encode()).hexdigest()}.json"
+
+
+@contextlib.contextmanager
+def one_timing_at_a_time(cache_dir: Path) -> Iterator[None]:
+    """A lock on this machine (a file in the cache directory) held while a C++ function is
+    timed on its pinned core: every verifier of a `batch --gpus N` pins it to the same one
+    (the two highest CPUs), and N functions timed there at once had read up to twice as
+    slow, a time then kept for good (a red-team review)."""
+    import fcntl
+
+    path = cache_dir / "cpu" / ".timing.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def cached_cpu_ms(task: CppTask, cache_dir: Path) -> list[float] | None:
@@ -121,7 +154,8 @@ def function_outputs(
     last trial's, repeated, unless kept from before."""
     kept = cached_cpu_ms(task, cache_dir)
     timed = None if kept else len(trials) - 1
-    results = reference_outputs(task, trials, cache_dir, timeout_s, time_trial=timed, pin=pin)
+    with one_timing_at_a_time(cache_dir) if timed is not None else contextlib.nullcontext():
+        results = reference_outputs(task, trials, cache_dir, timeout_s, time_trial=timed, pin=pin)
     return results, kept or _keep_cpu_ms(task, cache_dir, results[-1].times)
 
 

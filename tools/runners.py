@@ -23,6 +23,7 @@ import numpy as np
 
 from . import kernels
 from .compile import compile_kernel
+from .cpp_inputs import fill_value
 from .makers import load_maker, made_inputs
 from .results import CompileResult
 from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec, launch_plan
@@ -66,8 +67,16 @@ def generate(
 ) -> Any:
     """The input for one argument, from a seed: the same bits in every process on this GPU,
     made by a stateless kernel (nothing left in device memory can change them). `init`
-    "mixed:K:DIST": the argument's own distribution, but one element in K (at places a hash
-    of the seed and the index picks) from DIST (plan.MIXED_EVERY)."""
+    "fill:V": every element V, as the C++ function's inputs are made (an `in` or `inout`
+    argument declared so had been drawn uniform here: the function and the kernel were given
+    different inputs, a red-team review); "mixed:K:DIST": the argument's own distribution,
+    but one element in K (at places a hash of the seed and the index picks) from DIST
+    (plan.MIXED_EVERY)."""
+    fill = fill_value(init or arg.init)
+    if fill is not None:  # "fill:V", as cpp_inputs.generate makes it for the C++ function
+        out = guarded(shape, arg.dtype, GUARD_BITS, lead)
+        out.fill(fill)
+        return out
     if init and init.startswith("mixed:"):
         _, every, dist = init.split(":", 2)
         out = generate(arg, shape, seed, None, lead)

@@ -136,3 +136,17 @@ def test_a_mixed_input_scatters_the_wider_values_among_the_usual_ones() -> None:
         assert (np.abs(a[picked]) > 1.0).mean() > 0.99  # the wide draw (|x| <= 1: 1 in 30,000)
         assert np.abs(a[picked]).max() > 20000 and np.flatnonzero(picked).std() > n / 4
     release_guards()
+
+
+def test_an_input_declared_fill_is_that_value_as_on_the_host() -> None:
+    """An `in`/`inout` argument with init "fill:V": every element V on the GPU, as
+    cpp_inputs.generate makes it for the C++ function (it had been drawn uniform here)."""
+    from kernelwright.tools import cpp_inputs
+    from kernelwright.tools.runners import generate, release_guards
+    from kernelwright.tools.spec import ArgSpec
+
+    for dtype, init in (("uint32", "fill:0"), ("float32", "fill:2.5"), ("int32", "fill:-3")):
+        arg = ArgSpec(name="c", dtype=dtype, role="inout", shape=("N",), init=init)
+        gpu = generate(arg, (1000,), 7).get()
+        assert (gpu == cpp_inputs.generate(dtype, (1000,), 7, init)).all(), (dtype, gpu[:4])
+    release_guards()

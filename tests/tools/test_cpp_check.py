@@ -339,3 +339,38 @@ def test_a_kernel_timed_beside_itself_has_timed_calls_audited_against_the_functi
     ported = CppReference(verifier, example("axpy"), kernel)  # the task's port: not audited
     assert not ported.itself
     assert ported.audit(task, _timed_calls(task, cheat=set(range(6)))) == ("", "")
+
+
+def test_a_functions_kept_time_is_this_machines_and_timed_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its time on one core is kept under its build, its sizes and this machine (host, CPU
+    model): a cache shared between hosts handed one host's time to another. And the timings of
+    several verifiers on one machine (a batch over several GPUs pins them all to one core)
+    take turns, under a lock in the cache directory (a red-team review measured one busy
+    neighbour doubling a function's time there)."""
+    import threading
+    import time as clock
+
+    from kernelwright.tools import cpp_check
+
+    task = load_task(EXAMPLES / "cpp" / "axpy")
+    here = cpp_check._time_path(task, tmp_path)
+    monkeypatch.setattr(cpp_check, "machine_identity", lambda: {"host": "other", "cpu": "x"})
+    assert cpp_check._time_path(task, tmp_path) != here
+    spans: list[tuple[float, float]] = []
+
+    def timed() -> None:
+        with cpp_check.one_timing_at_a_time(tmp_path):
+            t0 = clock.monotonic()
+            clock.sleep(0.05)
+            spans.append((t0, clock.monotonic()))
+
+    threads = [threading.Thread(target=timed) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    spans.sort()
+    assert len(spans) == 3
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # never at once
