@@ -257,9 +257,18 @@ def _client(path: Path | str | None, url: str | None) -> ClientAPI:
 class ChromaStore:
     """Attempts in one Chroma collection, its schema brought up to date on open."""
 
-    def __init__(self, client: ClientAPI, collection: Collection) -> None:
+    def __init__(
+        self,
+        client: ClientAPI,
+        collection: Collection,
+        embedding: EmbeddingFunction[Documents] | None = None,
+    ) -> None:
         self.client = client
         self.collection = collection
+        # the embedding every collection of it is opened with (memory/tunings.py too): never
+        # the one a collection recorded, which Chroma would rebuild from what was stored (an
+        # embedding server's old address, or its default that downloads a model)
+        self.embedding = embedding or CodeHashEmbedding()
         self.batch = client.get_max_batch_size()
         self.skipped: dict[str, str] = {}  # id -> "ID: FIELD: problem", read back, not valid
 
@@ -288,7 +297,8 @@ class ChromaStore:
         where = url or str(path or "memory")
         try:
             client = _client(path, url)
-            return cls(client, migrate(client, embedding or CodeHashEmbedding()))
+            embedding = embedding or CodeHashEmbedding()
+            return cls(client, migrate(client, embedding), embedding)
         except ValueError as exc:
             text = " ".join(str(exc).split())
             if "Could not connect" in text:  # the server went between heartbeat and client

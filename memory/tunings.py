@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernelwright.memory.migrations import TUNINGS, pages
-from kernelwright.memory.store import ChromaStore
+from kernelwright.memory.store import ChromaStore, StoreUnavailable
 
 
 class TuneRecord(BaseModel):
@@ -38,7 +38,20 @@ class TuneMemory:
     """The tunings collection of a store."""
 
     def __init__(self, store: ChromaStore) -> None:
-        self.collection = store.client.get_collection(TUNINGS)  # its registered embedding
+        # with the store's own embedding, never the one the collection recorded: Chroma would
+        # rebuild that from what was stored, an embedding server's old address included (a
+        # review had a tune's kernels posted to the Ollama the settings had moved away from)
+        try:
+            self.collection = store.client.get_collection(
+                TUNINGS,
+                embedding_function=store.embedding,
+            )
+        except ValueError as exc:
+            made = " ".join(str(exc).split()).rsplit("persisted: ", 1)[-1]
+            raise StoreUnavailable(
+                f"the memory's tunings were built with the embedding {made}: set "
+                "memory.embedding back, or use another memory.dir for the new one"
+            ) from None
 
     def add(self, source: str, records: Sequence[TuneRecord]) -> None:
         """Keep a tune's records (the same run and place again replaces them)."""

@@ -48,16 +48,29 @@ def mcp(
             help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
         ),
     ] = None,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Serve --http on an address other than loopback: anyone who can reach it can "
+            "run the tools (check_kernel runs the code it is given). A trusted network only.",
+        ),
+    ] = False,
     model: ModelFlag = None,
     test_stand_ins: StandIns = None,
 ) -> None:
     """Serve kernelwright's tools to an IDE's assistant over MCP (stdio by default)."""
-    from .mcp_server import address_free, parse_address, serve
+    from .mcp_server import address_free, is_loopback, parse_address, serve
 
     address = None
     if http is not None:
         try:
             address = parse_address(http)
+            if not is_loopback(address[0]) and not allow_remote:
+                raise ValueError(
+                    f"{address[0]} is not this machine's loopback: anyone who can reach it could "
+                    "run the tools, which run code (pass --allow-remote on a network you trust)"
+                )
             address_free(*address)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from None

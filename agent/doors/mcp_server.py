@@ -272,9 +272,41 @@ def serve(machine: jobs.Machine, http: tuple[str, int] | None = None) -> None:
             server.run()
         else:
             host, port = http
-            server.run("streamable-http", host=host, port=port)
+            server.run(
+                "streamable-http", host=host, port=port, transport_security=guarded(host, port)
+            )
     finally:
         machine.close()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether HOST names this machine's loopback only (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def guarded(host: str, port: int) -> Any:
+    """The HTTP transport's DNS-rebinding guard: requests must name this server as their Host
+    (and Origin, where they carry one). The MCP SDK turns it on by itself for a loopback host
+    only; on any other, a web page the user opened could reach the tools (a review showed a
+    server on 0.0.0.0 answer a request from Host evil.example)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if is_loopback(host):
+        names = ["127.0.0.1", "localhost", "[::1]"]
+    else:
+        names = [f"[{host}]" if ":" in host else host]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:{port}" for n in names],
+        allowed_origins=[f"http://{n}:{port}" for n in names],
+    )
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -349,3 +349,32 @@ def test_a_busy_port_is_a_usage_error_before_anything_starts(tmp_path: Path) -> 
             assert proc.returncode == 2 and "Traceback" not in proc.stderr
             assert "in use" in " ".join(proc.stderr.split())
     address_free("127.0.0.1", free_port())  # a free one passes
+
+
+def test_a_non_loopback_http_address_needs_allow_remote_and_is_guarded(tmp_path: Path) -> None:
+    """The tools run code (check_kernel runs what it is given): an address other than loopback
+    is a usage error unless --allow-remote says the network is trusted, and then the HTTP
+    transport still refuses requests that name another host (DNS rebinding: a review had a
+    server on 0.0.0.0 answer Host evil.example)."""
+    assert mcp_server.is_loopback("127.0.0.1") and mcp_server.is_loopback("::1")
+    assert mcp_server.is_loopback("localhost") and mcp_server.is_loopback("127.0.0.2")
+    assert not mcp_server.is_loopback("0.0.0.0") and not mcp_server.is_loopback("10.1.2.3")
+    lan = mcp_server.guarded("10.1.2.3", 8765)
+    assert lan.enable_dns_rebinding_protection
+    assert lan.allowed_hosts == ["10.1.2.3:8765"]
+    assert lan.allowed_origins == ["http://10.1.2.3:8765"]
+    here = mcp_server.guarded("127.0.0.1", 8765)
+    assert "localhost:8765" in here.allowed_hosts and "evil.example:8765" not in here.allowed_hosts
+    assert mcp_server.guarded("fe80::1", 80).allowed_hosts == ["[fe80::1]:80"]
+    if KW is None:
+        return
+    proc = subprocess.run(
+        [KW, "mcp", "--http", f"0.0.0.0:{free_port()}"],
+        env=door_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "is not this machine's loopback" in said and "--allow-remote" in said

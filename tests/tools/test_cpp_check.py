@@ -349,6 +349,7 @@ def test_a_functions_kept_time_is_this_machines_and_timed_one_at_a_time(
     several verifiers on one machine (a batch over several GPUs pins them all to one core)
     take turns, under a lock in the cache directory (a red-team review measured one busy
     neighbour doubling a function's time there)."""
+    import itertools
     import threading
     import time as clock
 
@@ -373,4 +374,4 @@ def test_a_functions_kept_time_is_this_machines_and_timed_one_at_a_time(
         t.join()
     spans.sort()
     assert len(spans) == 3
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # never at once
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # never at once
