@@ -103,6 +103,8 @@ def _parse(path: Path) -> tuple[str, ast.Module]:
         return source, ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise TaskError(path, f"line {exc.lineno}", f"Python syntax error: {exc.msg}") from None
+    except (MemoryError, RecursionError):  # nested deeper than the parser's stack: one line
+        raise TaskError(path, "", "Python nested too deeply to parse") from None
 
 
 def _top_names(tree: ast.Module) -> dict[str, ast.stmt]:
@@ -116,7 +118,7 @@ def _top_names(tree: ast.Module) -> dict[str, ast.stmt]:
 def looks_like_kernelbench(path: Path) -> bool:
     try:
         tree = ast.parse(read_text(path))
-    except (OSError, SyntaxError, ValueError, TaskError):
+    except (OSError, SyntaxError, ValueError, TaskError, MemoryError, RecursionError):
         return False
     names = _top_names(tree)
     return "Model" in names and "get_inputs" in names

@@ -26,7 +26,8 @@ from kernelwright.agent.llm import ChatModel
 from kernelwright.agent.rundir import attempts_so_far, newest_runs
 from kernelwright.agent.settings import Settings
 from kernelwright.tools.backend import GpuBackend, RecordingGpu
-from kernelwright.tools.errors import KernelwrightError
+from kernelwright.tools.errors import KernelwrightError, TaskError
+from kernelwright.tools.files import read_text
 
 from .batch_records import STATE_FILE, BatchState, Found, Skipped, TaskReport, TaskState
 from .batch_report import original_failure, write_task_json
@@ -109,8 +110,10 @@ def _python_kind(path: Path) -> str:
     if path.name == "reference.py":
         return "a task's reference"
     try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_text(path))
+    except TaskError as exc:  # not a regular file, too large, not UTF-8
+        return exc.problem
+    except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
         return "not readable Python"
     top = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
     if "ModelNew" in top:

@@ -121,3 +121,38 @@ def test_config_file_not_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(SettingsError) as info:
         load()
     assert str(info.value) == expected
+
+
+def test_a_file_that_is_not_a_regular_one_or_too_large_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """A FIFO named like a task had hung a batch, a link to /dev/zero had filled its memory, a
+    Python file nested past the parser's stack had ended `check` in a traceback (a review):
+    each is one line naming the file now, and a batch passes it by with its reason."""
+    import os
+
+    from kernelwright.agent.doors.batch import discover
+    from kernelwright.tools.files import MAX_TEXT_BYTES
+
+    fifo = tmp_path / "tree" / "fifo.py"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    zero = tmp_path / "tree" / "zero.py"
+    zero.symlink_to("/dev/zero")
+    big = tmp_path / "big.cu"
+    big.write_bytes(b"/" * (MAX_TEXT_BYTES + 1))
+    deep = tmp_path / "tree" / "deep.py"
+    deep.write_text("class Model: pass\ndef get_inputs(): return " + "(" * 200_000 + ")" * 200_000)
+    with pytest.raises(TaskError, match="not a regular file"):
+        read_text(fifo)
+    with pytest.raises(TaskError, match="not a regular file"):
+        read_text(zero)
+    with pytest.raises(TaskError, match="bytes: a task's file is at most"):
+        read_text(big)
+    with pytest.raises(TaskError, match=r"nested too deeply|syntax error"):
+        load_task(deep)
+    found, skipped = discover(tmp_path / "tree")
+    assert not found
+    why = {s.path.name: s.reason for s in skipped}
+    assert why["fifo.py"] == why["zero.py"] == "not a regular file", why
+    assert "deep.py" in why
