@@ -42,9 +42,24 @@ GONE = (
 )
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def loopback_unproxied() -> None:
+    """Loopback addresses left out of any HTTP proxy the environment names (NO_PROXY and
+    no_proxy): with HTTP_PROXY set and no NO_PROXY for 127.0.0.1, requests to the local
+    Ollama, an embedding server or Chroma went to the proxy (a review), which is no longer
+    this machine."""
+    for name in ("NO_PROXY", "no_proxy"):
+        have = [h.strip() for h in os.environ.get(name, "").split(",") if h.strip()]
+        os.environ[name] = ",".join(dict.fromkeys([*have, *LOOPBACK]))
+
+
 def keep_traces_local(allow_tracing: bool | None = None) -> bool:
     """Switch every tracing variable off in this process unless tracing is allowed (None: ask
-    the settings). True when they were switched off."""
+    the settings), and keep loopback requests off any proxy (loopback_unproxied, whatever
+    tracing is set to). True when the tracing variables were switched off."""
+    loopback_unproxied()
     if allow_tracing is None:
         allow_tracing = tracing_allowed()
     if allow_tracing:

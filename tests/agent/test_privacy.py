@@ -319,3 +319,43 @@ def test_tracing_is_off_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
             monkeypatch.delenv(key)
     monkeypatch.setenv("KERNELWRIGHT_CONFIG", os.devnull)
     assert load().allow_tracing is False
+
+
+def test_loopback_requests_never_go_to_a_proxy_the_shell_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With HTTP_PROXY set and no NO_PROXY for 127.0.0.1, httpx sent the local Ollama's, the
+    embedding server's and Chroma's requests to the proxy (a review): loopback is added to
+    NO_PROXY, beside what the user has there, whatever tracing is set to."""
+    import httpx
+
+    seen: list[str] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.requestline)
+            self.send_response(502)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.setenv("NO_PROXY", "corp.example")
+        monkeypatch.delenv("no_proxy", raising=False)
+        privacy.keep_traces_local(allow_tracing=True)
+        assert os.environ["NO_PROXY"].split(",") == [
+            "corp.example",
+            "127.0.0.1",
+            "localhost",
+            "::1",
+        ]
+        with pytest.raises(httpx.HTTPError):  # nothing listens there: refused, not proxied
+            httpx.get("http://127.0.0.1:9/api/tags", timeout=2)
+        assert seen == []
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
