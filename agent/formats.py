@@ -4,6 +4,7 @@ chat and MCP all call these, so an attempt reads the same wherever it appears.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,18 @@ if TYPE_CHECKING:
     from kernelwright.memory.reasoning import EdgeStats, ReasoningGraph
 
 REASON_WIDTH = 100  # an attempt's reason on a progress line
+
+
+# C0 and C1 control characters but newline and tab: ESC among them, which starts the
+# terminal's own commands (OSC 52 writes the clipboard, CSI 2J clears the screen)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters shown, not sent: what a door prints that came from
+    the model, the memory, a task's files or a worker (a model's answer in chat had carried an
+    OSC 52 clipboard write and a clear screen straight to the terminal, a review)."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def clip(text: str, width: int, *, cell: bool = False) -> str:

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kernelwright.agent.doors import jobs
-from kernelwright.agent.formats import episode_line, event_line, tune_outcome
+from kernelwright.agent.formats import episode_line, event_line, printable, tune_outcome
 from kernelwright.agent.kinds import kind_of
 from kernelwright.agent.llm import Message
 from kernelwright.tools.errors import KernelwrightError
@@ -182,7 +182,7 @@ class ChatSession:
         return True
 
     def say(self, text: str) -> None:
-        self.out.print(text, highlight=False)
+        self.out.print(printable(text), highlight=False)
 
     def _need_task(self) -> Task:
         if self.task is None:
@@ -285,7 +285,7 @@ class ChatSession:
         for line in lines:
             line = line.rstrip("\n")
             style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
-            self.out.print(line, style=style or None, markup=False, highlight=False)
+            self.out.print(printable(line), style=style or None, markup=False, highlight=False)
         was_launch = kind_of(task).launch(task)
         if best.best_launch and was_launch:
             now = (best.best_launch.get("block"), best.best_launch.get("grid"))

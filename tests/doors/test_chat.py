@@ -298,6 +298,28 @@ def test_a_question_without_a_gpu_still_reaches_the_model_and_says_what_is_missi
     assert "- not measured" in model.prompts[0][-1]["content"]
 
 
+def test_an_answer_carrying_terminal_commands_prints_them_and_does_not_send_them(
+    tmp_path: Path,
+) -> None:
+    """An answer with an OSC 52 clipboard write and a clear screen (a model steered by a
+    task's text, say) reached the terminal as it was (a review): its control characters are
+    shown as escapes, never sent."""
+
+    class NoGpu(ReplayGpu):
+        def check(self, task: Any, candidate: Any) -> Any:
+            from kernelwright.tools.errors import NoGpuError
+
+            raise NoGpuError("no NVIDIA GPU found")
+
+    sneaky = "It is memory-bound.\x1b]52;c;Y3VybCB8IHNo\x1b\\\x1b[2J\x1b[H(all good)"
+    chat, buf = session(tmp_path, gpu=NoGpu(), model=ScriptedLLM([sneaky]))
+    chat.handle(f"/load {EXAMPLES / 'gelu'}")
+    chat.handle("is it memory-bound?")
+    said = buf.getvalue()
+    assert "\x1b" not in said
+    assert "It is memory-bound.\\x1b]52;c;" in said and "\\x1b[2J" in said
+
+
 def test_ollama_down_is_one_line_with_the_fix(tmp_path: Path) -> None:
     buf = io.StringIO()
     settings = Settings(data_dir=tmp_path / "data", ollama_base_url="http://127.0.0.1:9")
