@@ -71,7 +71,7 @@ def outcome(a: Attempt) -> str:
 def attempt_text(a: Attempt, width: int = REASON_WIDTH) -> Text:
     """An attempt on one line, "#3 [tiling] correct 1.42x kept: why", "kept" in green. A rich
     Text, never parsed as markup: a reason with brackets in it prints as it is."""
-    line = Text(f"#{a.index} [{tags(a)}] {outcome(a)}: {clip(a.reason, width)}")
+    line = Text(printable(f"#{a.index} [{tags(a)}] {outcome(a)}: {clip(a.reason, width)}"))
     if a.kept:
         start = line.plain.index(": ") - len("kept")
         line.stylize("green", start, start + len("kept"))
@@ -87,14 +87,14 @@ def event_line(event: Mapping[str, Any]) -> str:
     attempt = event.get("attempt")
     if isinstance(attempt, Attempt):
         return attempt_line(attempt)
-    return f"{event.get('node', '')}: {event.get('message', '')}"
+    return printable(f"{event.get('node', '')}: {event.get('message', '')}")
 
 
 def search_event_line(event: Mapping[str, Any]) -> str | None:
     """The search's own events (a technique chosen, contrastive pairs found): the line to keep
     on screen for one, else None."""
     if "choice" in event or "pairs" in event:
-        return str(event.get("message", ""))
+        return printable(str(event.get("message", "")))
     return None
 
 
@@ -102,7 +102,7 @@ def episode_line(e: Any) -> str:
     """A stored attempt (memory.store.Episode) as a search result."""
     speed = f" {e.speedup:.2f}x" if e.speedup is not None else ""
     where = ", ".join(x for x in (e.op_class, e.bottleneck, e.arch, e.run_id) if x)
-    return f"[{', '.join(e.tags) or '-'}] {e.verdict}{speed} ({where})"
+    return printable(f"[{', '.join(e.tags) or '-'}] {e.verdict}{speed} ({where})")
 
 
 def _stats(visits: float, success: float, mean_log: float) -> str:

@@ -85,3 +85,21 @@ def test_an_error_stays_on_one_line_whatever_the_path_holds() -> None:
     assert one_line("été, ok [red]x[/]") == "été, ok [red]x[/]"  # printable text as it is
     line = error_line("missing/\npath: no such file").plain
     assert line == "error: missing/\\npath: no such file" and len(line.splitlines()) == 1
+
+
+def test_every_line_made_of_a_runs_words_shows_control_characters_and_sends_none() -> None:
+    """A reason, a tag, a node's message or a stored episode may hold what a model or a task
+    wrote: its control characters are shown as escapes on every door's lines."""
+    from types import SimpleNamespace
+
+    from kernelwright.agent.formats import episode_line, event_line, printable, search_event_line
+
+    osc = "\x1b]52;c;Zm9v\x1b\\"
+    assert printable(f"a{osc}b\n\tc\x9b") == "a\\x1b]52;c;Zm9v\\x1b\\b\n\tc\\x9b"
+    a = Attempt(index=1, parent=0, tags=(f"t{osc}",), source="", verdict="wrong", reason=osc)
+    assert "\x1b" not in attempt_line(a) and "\\x1b]52" in attempt_line(a)
+    assert "\x1b" not in event_line({"node": "reflect", "message": osc})
+    assert "\x1b" not in (search_event_line({"choice": 1, "message": osc}) or "")
+    e = SimpleNamespace(speedup=None, op_class=osc, bottleneck="", arch="", run_id="",
+                        tags=(osc,), verdict="wrong")  # fmt: skip
+    assert "\x1b" not in episode_line(e)
