@@ -22,9 +22,9 @@ from pydantic import Field
 
 from . import expr
 from .compile import _code_only, include_problem
-from .cpp_inputs import fill_value, is_fill
 from .errors import TaskError
 from .files import read_text
+from .fills import fill_value, is_fill
 from .signature import C_TYPES
 from .spec import (
     DTYPES,

@@ -16,8 +16,8 @@ from typing import Any
 
 from . import expr
 from .cpp import CppParam, CppTask
-from .cpp_inputs import fill_value, is_fill
 from .errors import TaskError
+from .fills import fill_value, is_fill
 from .signature import find_params
 from .spec import ArgSpec, LaunchSpec
 

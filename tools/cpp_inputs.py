@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .fills import fill_value
+
 _MASK64 = (1 << 64) - 1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -179,25 +181,6 @@ def generate(dtype: str, shape: tuple[int, ...], seed: int, init: str) -> np.nda
         with np.errstate(invalid="ignore", over="ignore"):
             out[start:stop] = values(stop - start, seed, kind, a, b, start).astype(dtype)
     return out.reshape(shape)
-
-
-def fill_value(init: str) -> float | int | None:
-    """V of an init "fill:V" (an int where V is one), else None."""
-    if not isinstance(init, str) or not init.startswith("fill:"):
-        return None
-    text = init[5:]
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
-def is_fill(init: Any) -> bool:
-    """Whether `init` is a well-formed "fill:V" (V an integer, a number, inf or nan)."""
-    try:
-        return fill_value(init) is not None
-    except ValueError:
-        return False
 
 
 def poisoned(shape: tuple[int, ...], dtype: str, bits: int) -> np.ndarray:

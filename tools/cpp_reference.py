@@ -37,8 +37,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from .cpp import CppParam, CppTask
-from .cpp_inputs import is_fill
 from .errors import KernelwrightError, TaskError, ToolMissingError
+from .fills import is_fill
 from .protocol import Expect
 from .sandbox import Sandbox, WorkerFailure
 
@@ -684,7 +684,7 @@ def _seconds(value: Any) -> float:
 def fill_outputs(task: CppTask) -> dict[str, float | int]:
     """The declared starting value of each output that has one (init = "fill:V"): what the
     verifier fills them with instead of its poison."""
-    from .cpp_inputs import fill_value
+    from .fills import fill_value
 
     return {
         a.name: v

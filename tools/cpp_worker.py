@@ -224,7 +224,8 @@ def _contract(ref: _Reference, first: dict[str, Any], second: dict[str, Any]) ->
     left unwritten in places (still the poison), or read before written."""
     import numpy as np
 
-    from .cpp_inputs import POISONS, is_fill, poisoned
+    from .cpp_inputs import POISONS, poisoned
+    from .fills import is_fill
 
     unwritten, read = {}, []
     for a in ref.task.args:

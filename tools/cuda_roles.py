@@ -32,7 +32,7 @@ def _runner_class() -> Any:
         V, inside guard bands as every array is: for every other task the same as its base."""
 
         def outputs(self, sizes: dict[str, int], poison: int, spread: int = 0) -> dict[str, Any]:
-            from .cpp_inputs import fill_value
+            from .fills import fill_value
 
             lead = leads(spread, len(self.task.args))
             made = {}

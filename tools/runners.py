@@ -23,7 +23,7 @@ import numpy as np
 
 from . import kernels
 from .compile import compile_kernel
-from .cpp_inputs import fill_value
+from .fills import fill_value
 from .makers import load_maker, made_inputs
 from .results import CompileResult
 from .spec import FLOAT_DTYPES, ArgSpec, CudaTask, LaunchSpec, launch_plan

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernelwright.tools import cpp_inputs
+from kernelwright.tools import cpp_inputs, fills
 from kernelwright.tools.kernels import SOURCE
 
 REPLICA = r"""
@@ -154,8 +154,8 @@ def test_outputs_start_as_poison_or_as_declared() -> None:
     assert not np.array_equal(p.view(np.uint32), q.view(np.uint32))
     assert cpp_inputs.starting_output("int32", (2,), "fill:7", 0).tolist() == [7, 7]
     assert cpp_inputs.starting_output("float32", (1,), "fill:-inf", 0)[0] == -np.inf
-    assert cpp_inputs.is_fill("fill:0") and cpp_inputs.is_fill("fill:1.5")
-    assert not cpp_inputs.is_fill("fill:x") and not cpp_inputs.is_fill("uniform")
+    assert fills.is_fill("fill:0") and fills.is_fill("fill:1.5")
+    assert not fills.is_fill("fill:x") and not fills.is_fill("uniform")
     assert cpp_inputs.generate("int16", (4,), 1, "fill:3").tolist() == [3, 3, 3, 3]
 
 
