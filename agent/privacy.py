@@ -46,13 +46,23 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def loopback_unproxied() -> None:
-    """Loopback addresses left out of any HTTP proxy the environment names (NO_PROXY and
-    no_proxy): with HTTP_PROXY set and no NO_PROXY for 127.0.0.1, requests to the local
-    Ollama, an embedding server or Chroma went to the proxy (a review), which is no longer
-    this machine."""
+    """Loopback addresses left out of any HTTP proxy the environment names: with HTTP_PROXY set
+    and no NO_PROXY for 127.0.0.1, requests to the local Ollama, an embedding server or Chroma
+    went to the proxy (a review), which is no longer this machine. Both spellings get the
+    union of what either held and loopback (httpx and urllib read the lower-case one first:
+    writing loopback alone there had hidden a user's NO_PROXY entries); a "*" (no proxy for
+    anything) is left as it is."""
+    have = [
+        h.strip()
+        for name in ("NO_PROXY", "no_proxy")
+        for h in os.environ.get(name, "").split(",")
+        if h.strip()
+    ]
+    if "*" in have:
+        return
+    merged = ",".join(dict.fromkeys([*have, *LOOPBACK]))
     for name in ("NO_PROXY", "no_proxy"):
-        have = [h.strip() for h in os.environ.get(name, "").split(",") if h.strip()]
-        os.environ[name] = ",".join(dict.fromkeys([*have, *LOOPBACK]))
+        os.environ[name] = merged
 
 
 def keep_traces_local(allow_tracing: bool | None = None) -> bool:

@@ -347,15 +347,19 @@ def test_loopback_requests_never_go_to_a_proxy_the_shell_names(
         monkeypatch.setenv("NO_PROXY", "corp.example")
         monkeypatch.delenv("no_proxy", raising=False)
         privacy.keep_traces_local(allow_tracing=True)
-        assert os.environ["NO_PROXY"].split(",") == [
-            "corp.example",
-            "127.0.0.1",
-            "localhost",
-            "::1",
-        ]
+        for name in ("NO_PROXY", "no_proxy"):  # both: httpx reads the lower-case one first
+            unproxied = os.environ[name].split(",")
+            assert unproxied == ["corp.example", "127.0.0.1", "localhost", "::1"], name
+        from urllib.request import proxy_bypass_environment
+
+        assert proxy_bypass_environment("corp.example")  # the user's own exclusion still holds
         with pytest.raises(httpx.HTTPError):  # nothing listens there: refused, not proxied
             httpx.get("http://127.0.0.1:9/api/tags", timeout=2)
         assert seen == []
     finally:
         proxy.shutdown()
         proxy.server_close()
+    monkeypatch.setenv("NO_PROXY", "*")  # no proxy for anything: left as it is
+    monkeypatch.setenv("no_proxy", "*")
+    privacy.loopback_unproxied()
+    assert os.environ["NO_PROXY"] == os.environ["no_proxy"] == "*"
