@@ -127,7 +127,7 @@ class CudaTask(Frozen):
         them): the Python reference, if the task names one."""
         if not self.reference_python:
             return {}
-        return {"kw_reference.py": Path(self.reference_python.rsplit(":", 1)[0]).read_text()}
+        return {"kw_reference.py": read_text(self.reference_python.rsplit(":", 1)[0])}
 
     def candidate_files(self, path: str, source: str) -> dict[str, str]:
         """Nothing: a candidate's worker is sent its kernel built, as a cubin."""

@@ -49,7 +49,10 @@ def discover(root: Path, exclude: tuple[Path, ...] = ()) -> tuple[list[Found], l
         for name in sorted(n for n in files if n.endswith(".toml")):
             path = folder / name
             try:
-                raw = tomllib.loads(path.read_text())
+                raw = tomllib.loads(read_text(path))
+            except TaskError as exc:  # not a regular file (a FIFO hung the batch), too large
+                skipped.append(Skipped(path, exc.problem))
+                continue
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 if path.with_suffix(".cu").name in names:
                     found.append(_found(root, path, "cuda", found))

@@ -137,6 +137,7 @@ def test_a_file_that_is_not_a_regular_one_or_too_large_is_refused_in_one_line(
     fifo = tmp_path / "tree" / "fifo.py"
     fifo.parent.mkdir()
     os.mkfifo(fifo)
+    os.mkfifo(tmp_path / "tree" / "hang.toml")  # a task's own file, too
     zero = tmp_path / "tree" / "zero.py"
     zero.symlink_to("/dev/zero")
     big = tmp_path / "big.cu"
@@ -154,5 +155,5 @@ def test_a_file_that_is_not_a_regular_one_or_too_large_is_refused_in_one_line(
     found, skipped = discover(tmp_path / "tree")
     assert not found
     why = {s.path.name: s.reason for s in skipped}
-    assert why["fifo.py"] == why["zero.py"] == "not a regular file", why
+    assert why["fifo.py"] == why["zero.py"] == why["hang.toml"] == "not a regular file", why
     assert "deep.py" in why
