@@ -571,13 +571,19 @@ class Verifier:
         except (ArithmeticError, ValueError, TypeError, KeyError) as exc:
             if stage != "candidate":
                 raise
-            # what the candidate's worker sent, past the checks its messages pass, could not
-            # be judged (a number no float holds, say): a verdict, never a traceback that ends
-            # a loop's whole run (a red-team review)
+            # what the workers sent, past the checks their messages pass, could not be judged
+            # (a number no float holds, say): a verdict, never a traceback that ends a loop's
+            # whole run (a red-team review). "error", not the candidate's "crashed": through
+            # the rounds and their judging, the fault may be the reference's or ours, so the
+            # reason says where it was raised (a review of that first version)
+            import traceback
+
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
             said = f"{type(exc).__name__}: {exc}"[:300]
             return report(
-                "crashed",
-                f"the candidate's worker sent what could not be judged ({said})",
+                "error",
+                f"what the workers sent could not be judged ({said}, at {where})",
                 compile=compiled,
                 device=device,
             )
