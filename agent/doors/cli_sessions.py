@@ -56,6 +56,15 @@ def mcp(
             "run the tools (check_kernel runs the code it is given). A trusted network only.",
         ),
     ] = False,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            metavar="NAME",
+            help="With --allow-remote: a further name or address clients reach the server by "
+            "(its Host header); the bind address, and for 0.0.0.0 this machine's names, are in.",
+        ),
+    ] = None,
     model: ModelFlag = None,
     test_stand_ins: StandIns = None,
 ) -> None:
@@ -75,7 +84,7 @@ def mcp(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from None
     settings = load(model=model)
-    serve(_machine(settings, test_stand_ins), address)
+    serve(_machine(settings, test_stand_ins), address, allowed_host or ())
 
 
 def _machine(settings: Settings, stand_ins: Path | None) -> Machine:

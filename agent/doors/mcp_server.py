@@ -4,11 +4,12 @@ HTTP. Bad input comes back as a tool error a person can read; the server goes on
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import inspect
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -263,7 +264,9 @@ def check_answer(report: CheckReport) -> dict[str, Any]:
     }
 
 
-def serve(machine: jobs.Machine, http: tuple[str, int] | None = None) -> None:
+def serve(
+    machine: jobs.Machine, http: tuple[str, int] | None = None, also: Sequence[str] = ()
+) -> None:
     """Serve until the client goes (stdio) or the process is stopped (HTTP)."""
     keep_traces_local(machine.settings.allow_tracing)
     server = build(machine)
@@ -272,9 +275,8 @@ def serve(machine: jobs.Machine, http: tuple[str, int] | None = None) -> None:
             server.run()
         else:
             host, port = http
-            server.run(
-                "streamable-http", host=host, port=port, transport_security=guarded(host, port)
-            )
+            guard = guarded(host, port, also)
+            server.run("streamable-http", host=host, port=port, transport_security=guard)
     finally:
         machine.close()
 
@@ -291,17 +293,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def guarded(host: str, port: int) -> Any:
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def served_names(host: str, also: Sequence[str] = ()) -> list[str]:
+    """The names a client may give as the Host of a server bound to `host`: the bind address
+    itself; for a loopback one, loopback's names too; for a wildcard (0.0.0.0, ::), this
+    machine's name, its full name and the addresses that name has; and `also` (--allowed-host).
+    IPv6 addresses in brackets, as a Host header carries them."""
+    names = [] if host in WILDCARDS else [host]
+    if is_loopback(host) or host in WILDCARDS:
+        names += ["127.0.0.1", "localhost", "::1"]
+    if host in WILDCARDS:
+        here = socket.gethostname()
+        names += [here, socket.getfqdn()]
+        with contextlib.suppress(OSError):
+            names += [str(info[4][0]) for info in socket.getaddrinfo(here, None)]
+    names += list(also)
+    return [f"[{n}]" if ":" in n else n for n in dict.fromkeys(n for n in names if n)]
+
+
+def guarded(host: str, port: int, also: Sequence[str] = ()) -> Any:
     """The HTTP transport's DNS-rebinding guard: requests must name this server as their Host
-    (and Origin, where they carry one). The MCP SDK turns it on by itself for a loopback host
-    only; on any other, a web page the user opened could reach the tools (a review showed a
-    server on 0.0.0.0 answer a request from Host evil.example)."""
+    (and Origin, where they carry one): served_names. The MCP SDK turns it on by itself for a
+    loopback host only; on any other, a web page the user opened could reach the tools (a
+    review showed a server on 0.0.0.0 answer a request from Host evil.example)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if is_loopback(host):
-        names = ["127.0.0.1", "localhost", "[::1]"]
-    else:
-        names = [f"[{host}]" if ":" in host else host]
+    names = served_names(host, also)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{n}:{port}" for n in names],

@@ -366,6 +366,11 @@ def test_a_non_loopback_http_address_needs_allow_remote_and_is_guarded(tmp_path:
     here = mcp_server.guarded("127.0.0.1", 8765)
     assert "localhost:8765" in here.allowed_hosts and "evil.example:8765" not in here.allowed_hosts
     assert mcp_server.guarded("fe80::1", 80).allowed_hosts == ["[fe80::1]:80"]
+    assert "127.0.0.2:80" in mcp_server.guarded("127.0.0.2", 80).allowed_hosts  # its own address
+    # a wildcard bind: the names a client uses (this machine's, its addresses), and any more
+    anywhere = mcp_server.guarded("0.0.0.0", 80, ["gpu-box.lan"]).allowed_hosts
+    assert f"{socket.gethostname()}:80" in anywhere and "gpu-box.lan:80" in anywhere
+    assert "0.0.0.0:80" not in anywhere and "evil.example:80" not in anywhere
     if KW is None:
         return
     proc = subprocess.run(
