@@ -44,13 +44,41 @@ def worker_paths() -> list[str]:
     """Everything a worker needs to run Python, CuPy, PyTorch, NVRTC and a host compiler."""
     paths = list(SYSTEM)
     paths += [sys.prefix, sys.base_prefix, sys.exec_prefix]
-    paths += [p for p in sys.path if p and os.path.isdir(p)]
+    paths += [p for p in sys.path if p and os.path.isdir(p) and installed_here(p)]
     paths.append(str(Path(__file__).resolve().parent))  # this package, wherever it lives
     for var in ("CUDA_PATH", "CUDA_HOME"):
         if os.environ.get(var):
             paths.append(os.environ[var])
     paths += [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
     return [p for p in dict.fromkeys(paths) if os.path.lexists(p)]
+
+
+# What a worker imports from a path entry that holds no installed distribution (a source
+# checkout on PYTHONPATH, say): such an entry is bound only where it holds one of these.
+NEEDED = ("kernelwright", "torch", "cupy", "cupy_backends", "numpy", "triton")
+
+
+def installed_here(entry: str) -> bool:
+    """Whether a sys.path entry is a place packages are installed, and so part of a worker's
+    view: under the interpreter's prefixes, a site directory, a directory holding an installed
+    distribution's metadata, or one holding a package a worker imports (NEEDED). Not a user's
+    own directory that PYTHONPATH or an editable install's .pth put on the path: a review read
+    a project's .env from a candidate's worker through one."""
+    import site
+
+    real = os.path.realpath(entry)
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    sites = [*site.getsitepackages(), site.getusersitepackages()]
+    if any(real == os.path.realpath(p) or real.startswith(os.path.realpath(p) + os.sep)
+           for p in (*prefixes, *sites)):  # fmt: skip
+        return True
+    try:
+        names = os.listdir(real)
+    except OSError:
+        return False
+    if any(n.endswith((".dist-info", ".egg-info")) for n in names):
+        return True
+    return any(n in NEEDED or n.removesuffix(".py") in NEEDED for n in names)
 
 
 def _covered(path: str, placed: Sequence[str]) -> bool:

@@ -75,7 +75,10 @@ def test_file_system_network_processes_and_devices(payload: Payload, tmp_path: P
         box.send({"outside": str(outside)})
         header, _ = box.receive(30, "test")
     _confined(header)
-    assert header["outside"] == "Read-only file system" and not outside.exists()
+    # not written: the directory is read-only in the view, or (a user's own directory, which
+    # the view binds only where packages are installed in it) not there at all
+    assert header["outside"] in ("Read-only file system", "No such file or directory")
+    assert not outside.exists()
     assert header["inside"] == "written"
     assert header["network"] in ("Network is unreachable", "Cannot assign requested address")
     assert header["pids"] == ["1"]  # nothing else is visible, not even the controller
@@ -353,3 +356,41 @@ def test_a_worker_writes_no_kernel_setting_and_keeps_its_ipc_to_itself(payload: 
     ours = ["0", str(header["shm"]), "600", str(1 << 20)]
     segments = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
     assert not any(line.split()[:4] == ours for line in segments), segments
+
+
+def test_only_places_packages_are_installed_are_bound_from_the_python_path(
+    tmp_path: Path,
+) -> None:
+    """A directory a user's PYTHONPATH or an editable install's .pth puts on sys.path is not
+    bound into a worker's view unless packages are installed there (a distribution's metadata,
+    or a package a worker imports): a review read a project's .env through one."""
+    from kernelwright.tools import view
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
+    wheels = tmp_path / "target"
+    (wheels / "chromadb-1.5.9.dist-info").mkdir(parents=True)
+    checkout = tmp_path / "src"
+    (checkout / "torch").mkdir(parents=True)
+    assert not view.installed_here(str(project))
+    assert view.installed_here(str(wheels)) and view.installed_here(str(checkout))
+    assert view.installed_here(sys.prefix) and not view.installed_here(str(tmp_path / "gone"))
+
+
+def test_a_worker_does_not_see_a_project_on_the_python_path(
+    payload: Payload, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    secret = project / ".env"
+    secret.write_text("OPENAI_API_KEY=sk-secret\n")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(project)])  # as a .pth would put it
+    cmd = payload("""
+        write_message(1, {"notes": notes, "seen": os.path.exists(job["secret"])})
+    """)
+    with Sandbox("test", command=cmd) as box:
+        box.send({"secret": str(secret)})
+        header, _ = box.receive(30, "test")
+    _confined(header)
+    assert header["seen"] is False
