@@ -110,12 +110,11 @@ def pack(inputs: list[Any], device: int) -> Packed:
 
 
 def span_sums(ptr: int, layout: list[dict[str, Any]]) -> list[str]:
-    """A checksum of each packed tensor's bytes, on the GPU, read where they are (`ptr`: the
-    allocation's start, in this process); a plain value's repr."""
+    """Each packed tensor's bytes checksummed where they are (`ptr`: the allocation's start, in
+    this process), as runners.checksum sums any array; a plain value's repr."""
     import cupy
-    import numpy as np
 
-    from . import kernels
+    from .runners import checksum
 
     sums = []
     for place in layout:
@@ -123,18 +122,8 @@ def span_sums(ptr: int, layout: list[dict[str, Any]]) -> list[str]:
             sums.append(repr(place["value"])[:200])
             continue
         n, at = int(place["nbytes"]), ptr + int(place["offset"])
-        words = n // 4
-        out = cupy.zeros(1, dtype=cupy.uint64)
-        if words:
-            kernels.function("kw_checksum")((264,), (256,), (np.uint64(at), np.uint64(words), out))
-        tail = b""
-        if n % 4:
-            host = np.empty(n % 4, dtype=np.uint8)
-            cupy.cuda.runtime.memcpy(
-                host.ctypes.data, at + 4 * words, n % 4, cupy.cuda.runtime.memcpyDeviceToHost
-            )
-            tail = host.tobytes()
-        sums.append(f"{int(out.get()[0]):016x}-{tail.hex()}-{n}")
+        mem = cupy.cuda.UnownedMemory(at, max(n, 1), None)
+        sums.append(checksum(cupy.ndarray((n,), cupy.uint8, cupy.cuda.MemoryPointer(mem, 0))))
     return sums
 
 

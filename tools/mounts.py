@@ -58,7 +58,7 @@ def own_proc(target: str) -> None:
         part = f"{target}/{name}"
         if os.path.lexists(part):
             mount(part, part, None, BIND)
-            mount(None, part, None, BIND | REMOUNT | RDONLY | PROC_FLAGS)
+            remount_read_only(part, ["nosuid", "nodev", "noexec"])
 
 
 def remount_read_only(point: str, options: list[str]) -> None:

@@ -14,6 +14,7 @@ Called from confine() in the worker's private mount namespace, before capabiliti
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import stat
 import sys
@@ -58,19 +59,23 @@ def worker_paths() -> list[str]:
 NEEDED = ("kernelwright", "torch", "cupy", "cupy_backends", "numpy", "triton")
 
 
+@functools.cache
+def _install_roots() -> tuple[str, ...]:
+    """The interpreter's prefixes and site directories, resolved once a process."""
+    import site
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, site.getusersitepackages()}
+    return tuple(os.path.realpath(p) for p in (*roots, *site.getsitepackages()))
+
+
 def installed_here(entry: str) -> bool:
     """Whether a sys.path entry is a place packages are installed, and so part of a worker's
     view: under the interpreter's prefixes, a site directory, a directory holding an installed
     distribution's metadata, or one holding a package a worker imports (NEEDED). Not a user's
     own directory that PYTHONPATH or an editable install's .pth put on the path: a review read
     a project's .env from a candidate's worker through one."""
-    import site
-
     real = os.path.realpath(entry)
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    sites = [*site.getsitepackages(), site.getusersitepackages()]
-    if any(real == os.path.realpath(p) or real.startswith(os.path.realpath(p) + os.sep)
-           for p in (*prefixes, *sites)):  # fmt: skip
+    if any(real == root or real.startswith(root + os.sep) for root in _install_roots()):
         return True
     try:
         names = os.listdir(real)
